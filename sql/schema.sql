@@ -1,0 +1,170 @@
+-- cmp schema. Applied by `SELECT cmp_init();` on every open: every statement is idempotent, so
+-- running it on an older version upgrades in place (the Rust side runs version-specific steps first
+-- and records the version in cmp_meta). Index maintenance is plain SQL, so a connection that never
+-- loaded the extension still keeps every index right.
+
+CREATE TABLE IF NOT EXISTS cmp_meta(
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS cmp_memories(
+  id            TEXT UNIQUE DEFAULT ('mem_' || lower(hex(randomblob(6)))),
+  content       TEXT NOT NULL,
+  summary       TEXT,
+  kind          TEXT NOT NULL DEFAULT 'semantic'
+                CHECK (kind IN ('semantic','episodic','style','decision','preference','negative','procedural')),
+  occurred_at   TEXT,
+  captured_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  source_url    TEXT,
+  confidence    REAL,
+  trust         REAL DEFAULT 0.5,
+  entities      TEXT,
+  superseded_by TEXT,
+  superseded_at TEXT,
+  conflict      INTEGER NOT NULL DEFAULT 0,
+  redacted      INTEGER NOT NULL DEFAULT 0,
+  scope         TEXT NOT NULL DEFAULT 'default',
+  embedding     BLOB,
+  -- An explicit INTEGER PRIMARY KEY: VACUUM may renumber implicit rowids, and the FTS5 index
+  -- (external content) is keyed on this column, so it must be stable.
+  rid           INTEGER PRIMARY KEY
+);
+
+CREATE INDEX IF NOT EXISTS cmp_memories_scope_time
+  ON cmp_memories(scope, coalesce(occurred_at, captured_at));
+CREATE INDEX IF NOT EXISTS cmp_memories_superseded_by
+  ON cmp_memories(superseded_by) WHERE superseded_by IS NOT NULL;
+
+-- Only rows that may surface are indexed: a redacted row is not in the index at all, so it cannot
+-- even shift the BM25 statistics of other rows. `rebuild` and `integrity-check` read this view.
+CREATE VIEW IF NOT EXISTS cmp_memories_indexable AS
+  SELECT rid, content FROM cmp_memories WHERE redacted = 0 OR redacted IS NULL;
+
+CREATE VIRTUAL TABLE IF NOT EXISTS cmp_memories_fts USING fts5(
+  content,
+  content = 'cmp_memories_indexable',
+  content_rowid = 'rid',
+  tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+-- Entities named by memories (from the `entities` JSON array). `norm` makes "Atlas" and "atlas" one entity.
+CREATE TABLE IF NOT EXISTS cmp_entities(
+  id   INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  norm TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS cmp_memory_entities(
+  entity_id INTEGER NOT NULL,
+  rid       INTEGER NOT NULL,
+  PRIMARY KEY (entity_id, rid)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS cmp_memory_entities_rid ON cmp_memory_entities(rid);
+
+CREATE TABLE IF NOT EXISTS cmp_tasks(
+  id       TEXT PRIMARY KEY DEFAULT ('task_' || lower(hex(randomblob(6)))),
+  title    TEXT NOT NULL,
+  status   TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open','done')),
+  due_at   TEXT,
+  scope    TEXT NOT NULL DEFAULT 'default',
+  entities TEXT
+);
+
+-- Session working sets (the working_memory delta channel) and content-addressed pins.
+CREATE TABLE IF NOT EXISTS cmp_sessions(
+  session_id TEXT NOT NULL,
+  scope      TEXT NOT NULL,
+  turn       INTEGER NOT NULL,
+  cursor     INTEGER NOT NULL,
+  state      TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (session_id, scope)
+);
+CREATE TABLE IF NOT EXISTS cmp_pins(
+  sha        TEXT PRIMARY KEY,
+  bytes      TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+
+INSERT OR IGNORE INTO cmp_meta(key, value) VALUES ('entity_gen', '0');
+INSERT OR IGNORE INTO cmp_meta(key, value) VALUES ('db_id', lower(hex(randomblob(16))));
+INSERT OR IGNORE INTO cmp_meta(key, value) VALUES ('secret', lower(hex(randomblob(32))));
+
+-- ---------------------------------------------------------------- triggers
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ai AFTER INSERT ON cmp_memories BEGIN
+  UPDATE cmp_memories SET id = 'mem_' || lower(hex(randomblob(6)))
+    WHERE rid = NEW.rid AND NEW.id IS NULL;
+  INSERT INTO cmp_memories_fts(rowid, content)
+    SELECT NEW.rid, NEW.content WHERE NEW.redacted = 0 OR NEW.redacted IS NULL;
+  INSERT OR IGNORE INTO cmp_entities(name, norm)
+    SELECT trim(j.value), lower(trim(j.value))
+    FROM json_each(CASE WHEN json_valid(NEW.entities) AND json_type(NEW.entities) = 'array'
+                        THEN NEW.entities ELSE '[]' END) AS j
+    WHERE (NEW.redacted = 0 OR NEW.redacted IS NULL) AND j.type = 'text' AND trim(j.value) <> '';
+  INSERT OR IGNORE INTO cmp_memory_entities(entity_id, rid)
+    SELECT e.id, NEW.rid
+    FROM json_each(CASE WHEN json_valid(NEW.entities) AND json_type(NEW.entities) = 'array'
+                        THEN NEW.entities ELSE '[]' END) AS j
+    JOIN cmp_entities AS e ON e.norm = lower(trim(j.value))
+    WHERE (NEW.redacted = 0 OR NEW.redacted IS NULL) AND j.type = 'text';
+END;
+
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ad AFTER DELETE ON cmp_memories BEGIN
+  INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content)
+    SELECT 'delete', OLD.rid, OLD.content WHERE OLD.redacted = 0 OR OLD.redacted IS NULL;
+  DELETE FROM cmp_memory_entities WHERE rid = OLD.rid;
+  DELETE FROM cmp_entities WHERE id IN (
+      SELECT e.id FROM json_each(CASE WHEN json_valid(OLD.entities) AND json_type(OLD.entities) = 'array'
+                                      THEN OLD.entities ELSE '[]' END) AS j
+      JOIN cmp_entities AS e ON e.norm = lower(trim(j.value)) WHERE j.type = 'text')
+    AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id);
+END;
+
+CREATE TRIGGER IF NOT EXISTS cmp_memories_au_text AFTER UPDATE ON cmp_memories
+WHEN OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
+BEGIN
+  INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content)
+    SELECT 'delete', OLD.rid, OLD.content WHERE OLD.redacted = 0 OR OLD.redacted IS NULL;
+  INSERT INTO cmp_memories_fts(rowid, content)
+    SELECT NEW.rid, NEW.content WHERE NEW.redacted = 0 OR NEW.redacted IS NULL;
+END;
+
+CREATE TRIGGER IF NOT EXISTS cmp_memories_au_entities AFTER UPDATE ON cmp_memories
+WHEN OLD.entities IS NOT NEW.entities OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
+BEGIN
+  DELETE FROM cmp_memory_entities WHERE rid = OLD.rid;
+  INSERT OR IGNORE INTO cmp_entities(name, norm)
+    SELECT trim(j.value), lower(trim(j.value))
+    FROM json_each(CASE WHEN json_valid(NEW.entities) AND json_type(NEW.entities) = 'array'
+                        THEN NEW.entities ELSE '[]' END) AS j
+    WHERE (NEW.redacted = 0 OR NEW.redacted IS NULL) AND j.type = 'text' AND trim(j.value) <> '';
+  INSERT OR IGNORE INTO cmp_memory_entities(entity_id, rid)
+    SELECT e.id, NEW.rid
+    FROM json_each(CASE WHEN json_valid(NEW.entities) AND json_type(NEW.entities) = 'array'
+                        THEN NEW.entities ELSE '[]' END) AS j
+    JOIN cmp_entities AS e ON e.norm = lower(trim(j.value))
+    WHERE (NEW.redacted = 0 OR NEW.redacted IS NULL) AND j.type = 'text';
+  DELETE FROM cmp_entities WHERE id IN (
+      SELECT e.id FROM json_each(CASE WHEN json_valid(OLD.entities) AND json_type(OLD.entities) = 'array'
+                                      THEN OLD.entities ELSE '[]' END) AS j
+      JOIN cmp_entities AS e ON e.norm = lower(trim(j.value)) WHERE j.type = 'text')
+    AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id);
+END;
+
+CREATE TRIGGER IF NOT EXISTS cmp_memories_au_id AFTER UPDATE OF id ON cmp_memories
+WHEN NEW.id IS NULL
+BEGIN
+  UPDATE cmp_memories SET id = 'mem_' || lower(hex(randomblob(6))) WHERE rid = NEW.rid;
+END;
+
+-- The entity gazetteer (an fst built by the extension) is rebuilt only when this counter moves.
+CREATE TRIGGER IF NOT EXISTS cmp_entities_ai AFTER INSERT ON cmp_entities BEGIN
+  UPDATE cmp_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'entity_gen';
+END;
+CREATE TRIGGER IF NOT EXISTS cmp_entities_ad AFTER DELETE ON cmp_entities BEGIN
+  UPDATE cmp_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'entity_gen';
+END;
+
+CREATE TRIGGER IF NOT EXISTS cmp_tasks_ai AFTER INSERT ON cmp_tasks WHEN NEW.id IS NULL BEGIN
+  UPDATE cmp_tasks SET id = 'task_' || lower(hex(randomblob(6))) WHERE rowid = NEW.rowid;
+END;

@@ -1,0 +1,53 @@
+//! cmp_init, cmp_version, cmp_debug.
+
+use crate::error::{CmpError, Result};
+use crate::store;
+use rusqlite::functions::Context;
+
+/// Crate version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// Git commit the library was built from ("unknown" outside a checkout).
+pub const GIT_COMMIT: &str = env!("CMP_GIT_COMMIT");
+
+/// `cmp_init()`: creates or upgrades the schema; returns the schema version.
+pub fn init(ctx: &Context<'_>) -> Result<i64> {
+    super::args::arity(ctx, "cmp_init", 0, 0, "no arguments")?;
+    let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql("cmp_init", e))?;
+    store::init(&conn).map_err(|e| CmpError::sql("cmp_init", e))
+}
+
+/// `cmp_version()`.
+pub fn version(_ctx: &Context<'_>) -> Result<String> {
+    Ok(VERSION.to_string())
+}
+
+/// True when this SQLite has FTS5.
+pub fn has_fts5(conn: &rusqlite::Connection) -> bool {
+    conn.query_row("SELECT sqlite_compileoption_used('ENABLE_FTS5')", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map(|v| v == 1)
+    .unwrap_or(false)
+        || conn
+            .query_row(
+                "SELECT count(*) FROM pragma_module_list WHERE name = 'fts5'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|v| v > 0)
+            .unwrap_or(false)
+}
+
+/// `cmp_debug()`: version, commit, the SQLite it runs on, FTS5 presence, schema version.
+pub fn debug(ctx: &Context<'_>) -> Result<String> {
+    let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql("cmp_debug", e))?;
+    let sqlite: String = conn
+        .query_row("SELECT sqlite_version()", [], |r| r.get(0))
+        .map_err(|e| CmpError::sql("cmp_debug", e))?;
+    let schema = store::meta(&conn, "schema_version");
+    Ok(format!(
+        "cmp {VERSION}\ncommit {GIT_COMMIT}\nsqlite {sqlite}\nfts5 {}\nschema {}",
+        if has_fts5(&conn) { "yes" } else { "no" },
+        schema.as_deref().unwrap_or("none (run SELECT cmp_init())")
+    ))
+}

@@ -1,0 +1,23 @@
+//! `cmp_profile(model)` and `cmp_tokens(text [, model])`: pure functions of their arguments.
+
+use super::args;
+use crate::error::Result;
+use crate::profile;
+use rusqlite::functions::Context;
+
+/// `cmp_profile(model)`: the resolved ModelProfile as JSON.
+pub fn profile(ctx: &Context<'_>) -> Result<String> {
+    let f = "cmp_profile";
+    args::arity(ctx, f, 1, 1, "1 argument (model)")?;
+    let model = args::opt_text(ctx, f, 0, "model")?;
+    Ok(profile::resolve(model.as_deref()).to_json().to_string())
+}
+
+/// `cmp_tokens(text [, model])`: the packer's token estimate.
+pub fn tokens(ctx: &Context<'_>) -> Result<i64> {
+    let f = "cmp_tokens";
+    args::arity(ctx, f, 1, 2, "1 or 2 arguments (text [, model])")?;
+    let text = args::opt_text(ctx, f, 0, "text")?.unwrap_or_default();
+    let model = args::opt_text(ctx, f, 1, "model")?;
+    Ok(profile::resolve(model.as_deref()).tokens(&text) as i64)
+}

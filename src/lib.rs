@@ -1,0 +1,102 @@
+//! # cmp — the Contextual Memory Protocol inside SQLite
+//!
+//! An SQLite extension that turns rows of memories into a small, cited, model-calibrated context
+//! pack for a language model. Rust programs call [`register`] on a connection; everything else
+//! loads the built library (`.load ./target/release/libcmp`) and gets the same SQL functions.
+//!
+//! ```
+//! let conn = rusqlite::Connection::open_in_memory()?;
+//! cmp::register(&conn)?;
+//! conn.query_row("SELECT cmp_init()", [], |_| Ok(()))?;
+//! conn.execute("INSERT INTO cmp_memories(content, entities) VALUES ('Atlas ships on Friday', '[\"Atlas\"]')", [])?;
+//! let n: i64 = conn.query_row("SELECT count(*) FROM cmp_search('when does atlas ship?')", [], |r| r.get(0))?;
+//! assert_eq!(n, 1);
+//! # Ok::<(), rusqlite::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod functions;
+pub mod options;
+pub mod profile;
+pub mod retrieve;
+pub mod store;
+pub mod text;
+pub mod time;
+
+use functions::table::Tab;
+use rusqlite::functions::{Context, FunctionFlags};
+use rusqlite::vtab::Module;
+use rusqlite::Connection;
+
+/// Flags of a pure function: same arguments, same result, safe anywhere.
+const PURE: FunctionFlags = FunctionFlags::SQLITE_UTF8
+    .union(FunctionFlags::SQLITE_DETERMINISTIC)
+    .union(FunctionFlags::SQLITE_INNOCUOUS);
+/// Flags of a function that reads or writes the database: only from top-level SQL.
+const STATEFUL: FunctionFlags = FunctionFlags::SQLITE_UTF8.union(FunctionFlags::SQLITE_DIRECTONLY);
+
+type Scalar = fn(&Context<'_>) -> rusqlite::Result<rusqlite::types::Value>;
+
+macro_rules! scalar {
+    ($f:path) => {{
+        fn adapter(ctx: &Context<'_>) -> rusqlite::Result<rusqlite::types::Value> {
+            $f(ctx).map(Into::into).map_err(Into::into)
+        }
+        adapter as Scalar
+    }};
+}
+
+/// The SQL scalar functions: (name, number of arguments (-1 = variadic), flags, adapter).
+fn scalars() -> Vec<(&'static str, i32, FunctionFlags, Scalar)> {
+    vec![
+        ("cmp_version", 0, PURE, scalar!(functions::admin::version)),
+        ("cmp_debug", 0, STATEFUL, scalar!(functions::admin::debug)),
+        ("cmp_init", -1, STATEFUL, scalar!(functions::admin::init)),
+        (
+            "cmp_profile",
+            -1,
+            PURE,
+            scalar!(functions::profile::profile),
+        ),
+        ("cmp_tokens", -1, PURE, scalar!(functions::profile::tokens)),
+    ]
+}
+
+/// Names of every SQL function and table-valued function cmp registers (for docs and tests).
+pub fn function_names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = scalars().into_iter().map(|s| s.0).collect();
+    v.extend(["cmp_search"]);
+    v
+}
+
+/// Registers every cmp function on `conn`. Fails with a clear message when this SQLite lacks FTS5.
+pub fn register(conn: &Connection) -> rusqlite::Result<()> {
+    if !functions::admin::has_fts5(conn) {
+        return Err(error::CmpError::new(
+            "cmp",
+            "this SQLite was built without FTS5, which cmp needs; use a build with SQLITE_ENABLE_FTS5",
+        )
+        .into());
+    }
+    for (name, n, flags, f) in scalars() {
+        conn.create_scalar_function(name, n, flags, f)?;
+    }
+    const SEARCH: Module<Tab<functions::search::Search>> = Module::eponymous_only_module();
+    conn.create_module(c"cmp_search", &SEARCH, None)?;
+    Ok(())
+}
+
+/// Entry point for `.load libcmp` (SQLite derives `sqlite3_cmp_init` from the file name).
+///
+/// # Safety
+/// Called by SQLite with valid pointers.
+#[cfg(feature = "loadable_extension")]
+#[no_mangle]
+pub unsafe extern "C" fn sqlite3_cmp_init(
+    db: *mut rusqlite::ffi::sqlite3,
+    pz_err_msg: *mut *mut std::os::raw::c_char,
+    p_api: *mut rusqlite::ffi::sqlite3_api_routines,
+) -> std::os::raw::c_int {
+    Connection::extension_init2(db, pz_err_msg, p_api, |conn| register(&conn).map(|_| false))
+}

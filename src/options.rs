@@ -1,0 +1,263 @@
+//! The `options` JSON object shared by cmp_context, cmp_items, cmp_search and cmp_expand
+//! (SPEC.md "Functions"). Unknown keys are errors, never ignored.
+
+use crate::error::{fail, Result};
+use crate::time::{self, Epoch};
+use serde_json::Value;
+
+/// Longest accepted `query_embedding`.
+pub const MAX_EMBEDDING_DIMS: usize = 8192;
+/// Longest accepted scope name.
+pub const MAX_SCOPE_CHARS: usize = 256;
+
+/// Output format of `cmp_context`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The SMP envelope.
+    Smp,
+    /// The same pack without legend, with `warnings`.
+    Json,
+    /// Readable rendering for prompt pasting.
+    Markdown,
+}
+
+/// What `items` carries when a session is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Send {
+    /// Every packed memory.
+    All,
+    /// Only memories new to the session.
+    Delta,
+}
+
+/// Parsed options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Output format.
+    pub format: Format,
+    /// The clock (the caller's `now`, else the wall clock).
+    pub now: Epoch,
+    /// True when the caller gave `now` (needed for determinism guarantees).
+    pub now_given: bool,
+    /// Time travel point.
+    pub as_of: Option<Epoch>,
+    /// Owner namespace.
+    pub scope: String,
+    /// Pin the pack.
+    pub pin: bool,
+    /// User-supplied query embedding.
+    pub query_embedding: Option<Vec<f32>>,
+    /// all | delta.
+    pub send: Send,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            format: Format::Smp,
+            now: time::now(),
+            now_given: false,
+            as_of: None,
+            scope: "default".into(),
+            pin: false,
+            query_embedding: None,
+            send: Send::All,
+        }
+    }
+}
+
+impl Options {
+    /// The point in time the store is read at: `as_of` if given, else `now`.
+    pub fn horizon(&self) -> Epoch {
+        self.as_of.unwrap_or(self.now)
+    }
+}
+
+/// Parses an ISO-8601 option value.
+pub fn parse_time(func: &str, field: &str, v: &Value) -> Result<Epoch> {
+    match v {
+        Value::String(s) => match time::parse(s) {
+            Some(t) => Ok(t),
+            None => fail(
+                func,
+                format!("{field} must be an ISO-8601 timestamp, got {s:?}"),
+            ),
+        },
+        other => fail(
+            func,
+            format!("{field} must be an ISO-8601 string, got {}", short(other)),
+        ),
+    }
+}
+
+/// Parses a scope value.
+pub fn parse_scope(func: &str, v: &Value) -> Result<String> {
+    match v {
+        Value::String(s) if !s.is_empty() && s.chars().count() <= MAX_SCOPE_CHARS => Ok(s.clone()),
+        Value::String(s) if s.is_empty() => fail(func, "scope must be a non-empty string"),
+        Value::String(_) => fail(
+            func,
+            format!("scope must be at most {MAX_SCOPE_CHARS} characters"),
+        ),
+        other => fail(
+            func,
+            format!("scope must be a string, got {}", short(other)),
+        ),
+    }
+}
+
+/// A short rendering of a JSON value for error messages.
+pub fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 60 {
+        format!("{}…", s.chars().take(59).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// Parses `options` for `func`, accepting only the keys in `allowed`.
+pub fn parse(func: &str, text: Option<&str>, allowed: &[&str]) -> Result<Options> {
+    let mut o = Options::default();
+    let Some(text) = text else { return Ok(o) };
+    let v: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return fail(func, format!("options must be a JSON object: {e}")),
+    };
+    let Value::Object(map) = v else {
+        return fail(
+            func,
+            format!("options must be a JSON object, got {}", short(&v)),
+        );
+    };
+    for (k, v) in &map {
+        if !allowed.contains(&k.as_str()) {
+            return fail(
+                func,
+                format!("unknown option {k:?} (accepted: {})", allowed.join(", ")),
+            );
+        }
+        match k.as_str() {
+            "format" => {
+                o.format = match v.as_str() {
+                    Some("smp") => Format::Smp,
+                    Some("json") => Format::Json,
+                    Some("markdown") => Format::Markdown,
+                    _ => {
+                        return fail(
+                            func,
+                            format!(
+                                "format must be one of smp, json, markdown, got {}",
+                                short(v)
+                            ),
+                        )
+                    }
+                }
+            }
+            "now" => {
+                o.now = parse_time(func, "now", v)?;
+                o.now_given = true;
+            }
+            "as_of" => o.as_of = Some(parse_time(func, "as_of", v)?),
+            "scope" => o.scope = parse_scope(func, v)?,
+            "pin" => match v {
+                Value::Bool(b) => o.pin = *b,
+                other => return fail(func, format!("pin must be a boolean, got {}", short(other))),
+            },
+            "send" => {
+                o.send = match v.as_str() {
+                    Some("all") => Send::All,
+                    Some("delta") => Send::Delta,
+                    _ => {
+                        return fail(
+                            func,
+                            format!("send must be \"all\" or \"delta\", got {}", short(v)),
+                        )
+                    }
+                }
+            }
+            "query_embedding" => o.query_embedding = Some(parse_embedding(func, v)?),
+            _ => return fail(func, format!("unknown option {k:?}")),
+        }
+    }
+    Ok(o)
+}
+
+fn parse_embedding(func: &str, v: &Value) -> Result<Vec<f32>> {
+    let Value::Array(a) = v else {
+        return fail(
+            func,
+            format!(
+                "query_embedding must be an array of numbers, got {}",
+                short(v)
+            ),
+        );
+    };
+    if a.is_empty() || a.len() > MAX_EMBEDDING_DIMS {
+        return fail(
+            func,
+            format!(
+                "query_embedding must have 1..{MAX_EMBEDDING_DIMS} numbers, got {}",
+                a.len()
+            ),
+        );
+    }
+    let mut out = Vec::with_capacity(a.len());
+    for (i, x) in a.iter().enumerate() {
+        match x.as_f64() {
+            Some(f) if f.is_finite() && (f as f32).is_finite() => out.push(f as f32),
+            _ => {
+                return fail(
+                    func,
+                    format!(
+                        "query_embedding[{i}] must be a finite number, got {}",
+                        short(x)
+                    ),
+                )
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: &[&str] = &[
+        "format",
+        "now",
+        "as_of",
+        "scope",
+        "pin",
+        "query_embedding",
+        "send",
+    ];
+
+    #[test]
+    fn parses_and_rejects() {
+        let o = parse(
+            "f",
+            Some(r#"{"now":"2026-01-01","scope":"w","format":"json","pin":true}"#),
+            ALL,
+        )
+        .unwrap();
+        assert_eq!(o.scope, "w");
+        assert!(o.pin && o.now_given);
+        for (bad, want) in [
+            ("[1]", "f: options must be a JSON object"),
+            ("{", "f: options must be a JSON object"),
+            (r#"{"nope":1}"#, "f: unknown option \"nope\""),
+            (r#"{"now":"yesterday"}"#, "f: now must be an ISO-8601"),
+            (r#"{"format":"xml"}"#, "f: format must be one of"),
+            (
+                r#"{"query_embedding":[1,"a"]}"#,
+                "f: query_embedding[1] must be a finite number",
+            ),
+            (r#"{"scope":""}"#, "f: scope must be a non-empty string"),
+        ] {
+            let e = parse("f", Some(bad), ALL).unwrap_err().0;
+            assert!(e.starts_with(want), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Entity retrieval: entity names found in the task (an fst gazetteer over `cmp_entities`, rebuilt
+//! only when the entity set changed) → the memories linked to them.
+
+use super::{Query, ELIGIBLE, VISIBLE};
+use crate::store::{memory_from_row, Memory, MEMORY_COLS};
+use crate::text;
+use fst::raw::Fst;
+use rusqlite::{named_params, Connection};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Most memories one task's entities can bring in.
+pub const ENTITY_LIMIT: usize = 200;
+/// Longest entity name, in words, that the gazetteer recognises.
+const MAX_NAME_WORDS: usize = 8;
+
+/// Entity names → entity ids, as an fst keyed on normalised names (words joined by one space).
+pub struct Gazetteer {
+    fst: Fst<Vec<u8>>,
+    ids: Vec<Vec<i64>>,
+    names: Vec<String>,
+}
+
+impl Gazetteer {
+    /// Builds the gazetteer from (id, name) pairs.
+    pub fn build(entities: impl IntoIterator<Item = (i64, String)>) -> Self {
+        let mut by_key: std::collections::BTreeMap<String, (Vec<i64>, String)> = Default::default();
+        for (id, name) in entities {
+            let key = text::words(&name).join(" ");
+            if key.is_empty() {
+                continue;
+            }
+            let e = by_key
+                .entry(key)
+                .or_insert_with(|| (Vec::new(), name.clone()));
+            e.0.push(id);
+        }
+        let mut ids = Vec::with_capacity(by_key.len());
+        let mut names = Vec::with_capacity(by_key.len());
+        let mut builder = fst::MapBuilder::memory();
+        for (i, (k, (v, n))) in by_key.into_iter().enumerate() {
+            // Keys come sorted and unique from the BTreeMap, so insert cannot fail.
+            let _ = builder.insert(k.as_bytes(), i as u64);
+            ids.push(v);
+            names.push(n);
+        }
+        let bytes = builder.into_inner().unwrap_or_default();
+        let fst = Fst::new(bytes).unwrap_or_else(|_| empty_fst());
+        Gazetteer { fst, ids, names }
+    }
+
+    /// Number of distinct normalised names.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// True when there are no names.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Entities named in `task`: (entity ids, display names), in order of first mention.
+    pub fn find(&self, task: &str) -> (Vec<i64>, Vec<String>) {
+        let words = text::words(task);
+        let (mut ids, mut names) = (Vec::new(), Vec::new());
+        let mut i = 0;
+        while i < words.len() {
+            let mut node = self.fst.root();
+            let mut out = fst::raw::Output::zero();
+            let mut best: Option<(usize, u64)> = None;
+            'walk: for (j, w) in words.iter().enumerate().skip(i).take(MAX_NAME_WORDS) {
+                let sep: &[u8] = if j > i { b" " } else { b"" };
+                for &b in sep.iter().chain(w.as_bytes()) {
+                    match node.find_input(b) {
+                        Some(t) => {
+                            let tr = node.transition(t);
+                            out = out.cat(tr.out);
+                            node = self.fst.node(tr.addr);
+                        }
+                        None => break 'walk,
+                    }
+                }
+                if node.is_final() {
+                    best = Some((j, out.cat(node.final_output()).value()));
+                }
+            }
+            match best {
+                Some((end, v)) => {
+                    let v = v as usize;
+                    for id in &self.ids[v] {
+                        if !ids.contains(id) {
+                            ids.push(*id);
+                        }
+                    }
+                    if !names.contains(&self.names[v]) {
+                        names.push(self.names[v].clone());
+                    }
+                    i = end + 1;
+                }
+                None => i += 1,
+            }
+        }
+        (ids, names)
+    }
+}
+
+fn empty_fst() -> Fst<Vec<u8>> {
+    let b = fst::raw::Builder::memory();
+    b.into_fst()
+}
+
+type Cache = Mutex<HashMap<String, (i64, Arc<Gazetteer>)>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// The gazetteer of this database, rebuilt only when `cmp_meta.entity_gen` moved.
+pub fn gazetteer(conn: &Connection) -> rusqlite::Result<Arc<Gazetteer>> {
+    let (db_id, gen): (String, i64) = conn.query_row(
+        "SELECT (SELECT value FROM cmp_meta WHERE key = 'db_id'),
+                (SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'entity_gen')",
+        [],
+        |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+            ))
+        },
+    )?;
+    // A copy of a database (VACUUM INTO, file copy) shares db_id; the path tells the copies apart.
+    let key = format!("{db_id}\u{0}{}", conn.path().unwrap_or(""));
+    if let Ok(c) = cache().lock() {
+        if let Some((g, gz)) = c.get(&key) {
+            if *g == gen {
+                return Ok(gz.clone());
+            }
+        }
+    }
+    let mut st = conn.prepare_cached("SELECT id, name FROM cmp_entities")?;
+    let pairs: Vec<(i64, String)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let gz = Arc::new(Gazetteer::build(pairs));
+    if let Ok(mut c) = cache().lock() {
+        if c.len() > 64 {
+            c.clear();
+        }
+        c.insert(key, (gen, gz.clone()));
+    }
+    Ok(gz)
+}
+
+/// Memories linked to any of `entity_ids`, most links first, then newest.
+pub fn search(
+    conn: &Connection,
+    q: &Query<'_>,
+    entity_ids: &[i64],
+) -> rusqlite::Result<Vec<(Memory, i64)>> {
+    if entity_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = serde_json::to_string(entity_ids).unwrap_or_else(|_| "[]".into());
+    let sql = format!(
+        "SELECT {MEMORY_COLS}, count(*) AS hits
+         FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
+         WHERE l.entity_id IN (SELECT value FROM json_each(:ids))
+           AND {ELIGIBLE} AND {VISIBLE}
+         GROUP BY m.rid
+         ORDER BY hits DESC, coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n"
+    );
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(
+        named_params! {":ids": ids, ":scope": q.scope, ":h": q.horizon_jd, ":n": ENTITY_LIMIT as i64},
+        |r| Ok((memory_from_row(r)?, r.get::<_, i64>(14)?)),
+    )?;
+    rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_multiword_longest_names() {
+        let g = Gazetteer::build(vec![
+            (1, "Atlas".into()),
+            (2, "Atlas Launch".into()),
+            (3, "Dana Scully".into()),
+            (4, "Zoë".into()),
+        ]);
+        assert_eq!(g.len(), 4);
+        let (ids, names) = g.find("When is the atlas launch? Ask dana scully and zoe.");
+        assert_eq!(ids, vec![2, 3, 4]);
+        assert_eq!(names, vec!["Atlas Launch", "Dana Scully", "Zoë"]);
+        assert_eq!(g.find("atlases dana").0, Vec::<i64>::new());
+        assert!(Gazetteer::build(Vec::new()).find("anything").0.is_empty());
+    }
+}

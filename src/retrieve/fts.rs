@@ -1,0 +1,62 @@
+//! BM25 over the FTS5 index. Task text never reaches FTS5's query parser as syntax: it is cut into
+//! alphanumeric words and each word becomes a quoted string, joined with OR, so quotes, `AND`,
+//! `NEAR`, `*`, parentheses, colons and column filters in a task are plain words.
+
+use super::{Query, ELIGIBLE};
+use crate::store::{memory_from_row, Memory, MEMORY_COLS};
+use rusqlite::{named_params, Connection};
+
+/// The safe FTS5 query for a task's terms, or None when there is nothing to search for.
+pub fn match_expr(terms: &[String]) -> Option<String> {
+    if terms.is_empty() {
+        return None;
+    }
+    // Terms are alphanumeric words (text::words), so they hold no `"`; quoting makes every one a
+    // literal string to FTS5.
+    Some(
+        terms
+            .iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
+
+/// The SQL of the BM25 top-k query (also the benchmark floor).
+pub fn sql() -> String {
+    format!(
+        "SELECT {MEMORY_COLS}, bm25(cmp_memories_fts) AS score
+         FROM cmp_memories_fts JOIN cmp_memories AS m ON m.rid = cmp_memories_fts.rowid
+         WHERE cmp_memories_fts MATCH :q AND {ELIGIBLE}
+         ORDER BY score, m.rid LIMIT :n"
+    )
+}
+
+/// Top `limit` memories by BM25 (best first), visible or not yet visible (the caller splits them).
+pub fn search(
+    conn: &Connection,
+    q: &Query<'_>,
+    expr: &str,
+    limit: usize,
+) -> rusqlite::Result<Vec<Memory>> {
+    let mut st = conn.prepare_cached(&sql())?;
+    let rows = st.query_map(
+        named_params! {":q": expr, ":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64},
+        memory_from_row,
+    )?;
+    rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(match_expr(&[]), None);
+        assert_eq!(
+            match_expr(&["a".into(), "near".into()]).unwrap(),
+            "\"a\" OR \"near\""
+        );
+    }
+}

@@ -1,0 +1,69 @@
+//! Reciprocal rank fusion (k = 60) of the relevance-bearing retrievers' rankings.
+
+use std::collections::HashMap;
+
+/// RRF constant.
+pub const RRF_K: f64 = 60.0;
+
+/// One fused entry: the index of the item in the caller's pool, its fused score normalised to
+/// [0, 1] and its 1-based fused rank.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fused {
+    /// Pool index.
+    pub item: usize,
+    /// Σ 1/(k + rank) over rankings, divided by the best possible sum (rank 1 everywhere).
+    pub relevance: f64,
+    /// 1-based position in the fused order.
+    pub rank: usize,
+}
+
+/// Fuses rankings (each a list of pool indexes, best first). `tiebreak` orders equal scores.
+pub fn rrf<K: Ord>(rankings: &[&[usize]], tiebreak: impl Fn(usize) -> K) -> Vec<Fused> {
+    let active = rankings.iter().filter(|r| !r.is_empty()).count();
+    if active == 0 {
+        return Vec::new();
+    }
+    let mut score: HashMap<usize, f64> = HashMap::new();
+    for ranking in rankings {
+        for (pos, &item) in ranking.iter().enumerate() {
+            *score.entry(item).or_default() += 1.0 / (RRF_K + pos as f64 + 1.0);
+        }
+    }
+    let best = active as f64 / (RRF_K + 1.0);
+    let mut v: Vec<(usize, f64)> = score.into_iter().collect();
+    v.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| tiebreak(a.0).cmp(&tiebreak(b.0)))
+    });
+    v.into_iter()
+        .enumerate()
+        .map(|(i, (item, s))| Fused {
+            item,
+            relevance: round6((s / best).min(1.0)),
+            rank: i + 1,
+        })
+        .collect()
+}
+
+/// Rounds to 6 decimal places (stable JSON output).
+pub fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agreement_wins() {
+        let a = [0usize, 1, 2];
+        let b = [1usize, 0];
+        let f = rrf(&[&a, &b], |i| i);
+        assert_eq!(f[0].item, 0); // tie on score, lower index first
+        assert_eq!(f[0].relevance, f[1].relevance);
+        assert_eq!(f[2].item, 2);
+        assert!(f[2].relevance < 0.5);
+        let solo = rrf(&[&a], |i| i);
+        assert_eq!(solo[0].relevance, 1.0);
+    }
+}

@@ -1,0 +1,329 @@
+//! Hybrid retrieval: one module per retriever, fused by reciprocal rank fusion (k = 60).
+//!
+//! Every retriever reads through the same eligibility rule ([`ELIGIBLE`]): one scope, never a
+//! redacted row, never a row superseded at the horizon (`as_of`, else `now`). Rows captured after the
+//! horizon are not yet visible ([`VISIBLE`]); lexical matches among them are counted as `pending`.
+
+pub mod entity;
+pub mod fts;
+pub mod fuse;
+pub mod recency;
+pub mod vector;
+
+use crate::error::{CmpError, Result};
+use crate::store::{memory_from_row, Memory, MEMORY_COLS};
+use crate::text;
+use crate::time::{self, Epoch};
+use rusqlite::Connection;
+use std::collections::{HashMap, HashSet};
+
+/// SQL condition (table alias `m`, parameters `:scope`, `:h` = horizon as a Julian day) for a row
+/// that may be read: in scope, not redacted, not superseded at the horizon.
+pub const ELIGIBLE: &str = "m.scope = :scope AND (m.redacted = 0 OR m.redacted IS NULL) \
+     AND (m.superseded_by IS NULL OR coalesce(julianday(m.superseded_at) > :h, 0))";
+/// SQL condition for a row already captured at the horizon (unparseable timestamps count as visible).
+pub const VISIBLE: &str = "coalesce(julianday(m.captured_at) <= :h, 1)";
+
+/// Most task terms sent to FTS5.
+pub const MAX_TERMS: usize = 32;
+/// BM25 candidates read (the benchmark floor reads the same).
+pub const FTS_LIMIT: usize = 200;
+/// User-embedding candidates kept.
+pub const VECTOR_LIMIT: usize = 200;
+/// Newest memories offered by the recency retriever.
+pub const RECENCY_LIMIT: usize = 10;
+
+/// The retrievers, in the order `why.retrievers` lists them.
+pub const RETRIEVERS: [&str; 4] = ["fts", "vector", "entity", "recency"];
+
+/// What to retrieve.
+#[derive(Debug, Clone)]
+pub struct Query<'a> {
+    /// Task text (any string).
+    pub task: &'a str,
+    /// Owner namespace.
+    pub scope: &'a str,
+    /// Read point (as_of, else now).
+    pub horizon: Epoch,
+    /// The horizon as a Julian day, for SQL.
+    pub horizon_jd: f64,
+    /// User query embedding, if any.
+    pub query_embedding: Option<&'a [f32]>,
+    /// How many recency candidates to offer.
+    pub recency_limit: usize,
+}
+
+impl<'a> Query<'a> {
+    /// A query at `horizon`.
+    pub fn new(task: &'a str, scope: &'a str, horizon: Epoch) -> Self {
+        Query {
+            task,
+            scope,
+            horizon,
+            horizon_jd: time::julian(horizon),
+            query_embedding: None,
+            recency_limit: RECENCY_LIMIT,
+        }
+    }
+}
+
+/// One retrieved memory with its provenance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// The row.
+    pub mem: Memory,
+    /// Match strength in [0, 1], or None (recency-only).
+    pub relevance: Option<f64>,
+    /// `rrf`, `rank`, `cosine`, or None.
+    pub basis: Option<&'static str>,
+    /// Retrievers that found it, in [`RETRIEVERS`] order.
+    pub retrievers: Vec<&'static str>,
+    /// Stemmed task terms found in the memory.
+    pub matched_terms: Vec<String>,
+    /// 1-based fused rank, None for recency-only.
+    pub fused_rank: Option<usize>,
+    /// Admitted only through an entity named in the task.
+    pub entity_only: bool,
+}
+
+/// Retrieval output.
+#[derive(Debug, Clone, Default)]
+pub struct Retrieval {
+    /// Fused candidates, best first; recency-only candidates last, newest first.
+    pub candidates: Vec<Candidate>,
+    /// Lexical matches captured after the horizon.
+    pub pending: usize,
+    /// Entity names recognised in the task.
+    pub entities: Vec<String>,
+    /// Stemmed task terms.
+    pub terms: Vec<String>,
+    /// Memories whose embedding had another dimension than `query_embedding`.
+    pub skipped_embeddings: usize,
+}
+
+struct Pool {
+    mems: Vec<Memory>,
+    by_rid: HashMap<i64, usize>,
+}
+
+impl Pool {
+    fn add(&mut self, m: Memory) -> usize {
+        if let Some(&i) = self.by_rid.get(&m.rid) {
+            return i;
+        }
+        self.by_rid.insert(m.rid, self.mems.len());
+        self.mems.push(m);
+        self.mems.len() - 1
+    }
+}
+
+fn visible(m: &Memory, horizon: Epoch) -> bool {
+    time::parse(&m.captured_at).is_none_or(|t| t <= horizon)
+}
+
+fn recency_key(m: &Memory) -> &str {
+    m.occurred_at.as_deref().unwrap_or(&m.captured_at)
+}
+
+/// Runs every retriever and fuses their rankings. `func` names the SQL function for errors.
+pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieval> {
+    let sql_err = |e| CmpError::sql(func, e);
+    let words = text::query_terms(q.task, MAX_TERMS);
+    let terms: Vec<String> = {
+        let mut t: Vec<String> = Vec::new();
+        for w in &words {
+            let s = text::stem(w);
+            if !t.contains(&s) {
+                t.push(s);
+            }
+        }
+        t
+    };
+    let mut pool = Pool {
+        mems: Vec::new(),
+        by_rid: HashMap::new(),
+    };
+    let mut out = Retrieval {
+        terms: terms.clone(),
+        ..Default::default()
+    };
+
+    // fts
+    let mut fts_rank = Vec::new();
+    if let Some(expr) = fts::match_expr(&words) {
+        for m in fts::search(conn, q, &expr, FTS_LIMIT).map_err(sql_err)? {
+            if visible(&m, q.horizon) {
+                fts_rank.push(pool.add(m));
+            } else {
+                out.pending += 1;
+            }
+        }
+    }
+
+    // entity
+    let gz = entity::gazetteer(conn).map_err(sql_err)?;
+    let (entity_ids, names) = if gz.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        gz.find(q.task)
+    };
+    out.entities = names;
+    let task_vec = vector::hash_embed(q.task);
+    let mut entity_rank = Vec::new();
+    {
+        let rows = entity::search(conn, q, &entity_ids).map_err(sql_err)?;
+        // Within the linked memories: more task entities first, then closeness to the task text
+        // (hashing embedder), then newest. A bare link says little; the text says which link matters.
+        let mut scored: Vec<(i64, f32, usize)> = Vec::with_capacity(rows.len());
+        for (m, hits) in rows {
+            let cos = vector::cosine(&task_vec, &vector::hash_embed(&m.content));
+            scored.push((hits, cos, pool.add(m)));
+        }
+        scored.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(b.1.total_cmp(&a.1))
+                .then_with(|| recency_key(&pool.mems[b.2]).cmp(recency_key(&pool.mems[a.2])))
+                .then_with(|| pool.mems[a.2].id.cmp(&pool.mems[b.2].id))
+        });
+        entity_rank.extend(scored.into_iter().map(|s| s.2));
+    }
+
+    // vector
+    let mut vector_rank = Vec::new();
+    let mut cosine_of: HashMap<usize, f64> = HashMap::new();
+    let user_vector = q.query_embedding.is_some();
+    if let Some(qe) = q.query_embedding {
+        let scan = vector::scan(conn, func, q, qe, VECTOR_LIMIT)?;
+        out.skipped_embeddings = scan.skipped;
+        let missing: Vec<i64> = scan
+            .hits
+            .iter()
+            .map(|h| h.0)
+            .filter(|r| !pool.by_rid.contains_key(r))
+            .collect();
+        if !missing.is_empty() {
+            let ids = serde_json::to_string(&missing).unwrap_or_else(|_| "[]".into());
+            let mut st = conn
+                .prepare_cached(&format!("SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.rid IN (SELECT value FROM json_each(?1))"))
+                .map_err(sql_err)?;
+            let rows = st.query_map([ids], memory_from_row).map_err(sql_err)?;
+            for m in rows {
+                pool.add(m.map_err(sql_err)?);
+            }
+        }
+        for (rid, cos) in scan.hits {
+            if let Some(&i) = pool.by_rid.get(&rid) {
+                vector_rank.push(i);
+                cosine_of.insert(i, f64::from(cos).clamp(0.0, 1.0));
+            }
+        }
+    } else if !pool.mems.is_empty() {
+        let mut scored: Vec<(f32, usize)> = pool
+            .mems
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                (
+                    vector::cosine(&task_vec, &vector::hash_embed(&m.content)),
+                    i,
+                )
+            })
+            .filter(|s| s.0 > 0.0)
+            .collect();
+        scored.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| pool.mems[a.1].id.cmp(&pool.mems[b.1].id))
+        });
+        vector_rank.extend(scored.into_iter().map(|s| s.1));
+    }
+
+    // recency
+    let mut recent = HashSet::new();
+    let mut recency_order = Vec::new();
+    if q.recency_limit > 0 {
+        for m in recency::search(conn, q, q.recency_limit).map_err(sql_err)? {
+            let i = pool.add(m);
+            recent.insert(i);
+            recency_order.push(i);
+        }
+    }
+
+    let fused = fuse::rrf(&[&fts_rank, &vector_rank, &entity_rank], |i| {
+        pool.mems[i].id.clone()
+    });
+    let active = [&fts_rank, &vector_rank, &entity_rank]
+        .iter()
+        .filter(|r| !r.is_empty())
+        .count();
+    let basis = if user_vector && active == 1 && !vector_rank.is_empty() {
+        "cosine"
+    } else if active >= 2 {
+        "rrf"
+    } else {
+        "rank"
+    };
+    let in_fts: HashSet<usize> = fts_rank.iter().copied().collect();
+    let in_entity: HashSet<usize> = entity_rank.iter().copied().collect();
+    let in_vector: HashSet<usize> = vector_rank.iter().copied().collect();
+    let mut seen = HashSet::new();
+    let term_set: HashSet<&str> = terms.iter().map(String::as_str).collect();
+    let mut mems: Vec<Option<Memory>> = pool.mems.into_iter().map(Some).collect();
+    let mut make =
+        |i: usize, relevance: Option<f64>, basis: Option<&'static str>, rank: Option<usize>| {
+            let mem = mems[i].take()?;
+            let mut retrievers = Vec::new();
+            for (name, set) in [
+                ("fts", &in_fts),
+                ("vector", &in_vector),
+                ("entity", &in_entity),
+            ] {
+                if set.contains(&i) {
+                    retrievers.push(name);
+                }
+            }
+            if recent.contains(&i) {
+                retrievers.push("recency");
+            }
+            let mut matched: Vec<String> = Vec::new();
+            if !term_set.is_empty() {
+                for w in text::words(&mem.content) {
+                    let s = text::stem(&w);
+                    if term_set.contains(s.as_str()) && !matched.contains(&s) {
+                        matched.push(s);
+                    }
+                }
+                matched.sort();
+            }
+            let entity_only = in_entity.contains(&i)
+                && !in_fts.contains(&i)
+                && !(user_vector && in_vector.contains(&i));
+            Some(Candidate {
+                mem,
+                relevance,
+                basis,
+                retrievers,
+                matched_terms: matched,
+                fused_rank: rank,
+                entity_only,
+            })
+        };
+    for f in &fused {
+        seen.insert(f.item);
+        let rel = if basis == "cosine" {
+            cosine_of.get(&f.item).copied().map(fuse::round6)
+        } else {
+            Some(f.relevance)
+        };
+        if let Some(c) = make(f.item, rel, Some(basis), Some(f.rank)) {
+            out.candidates.push(c);
+        }
+    }
+    for i in recency_order {
+        if seen.insert(i) {
+            if let Some(c) = make(i, None, None, None) {
+                out.candidates.push(c);
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,164 @@
+//! Cosine similarity retrieval. With `options.query_embedding`, a brute-force scan over the scope's
+//! `embedding` blobs (float32 little-endian, sqlite-vec's layout). Without one, a built-in
+//! deterministic hashing embedder (stemmed words plus character trigrams, signed feature hashing)
+//! ranks the candidate pool the other retrievers found, so hybrid retrieval works with no model.
+
+use super::{Query, ELIGIBLE, VISIBLE};
+use crate::error::{fail, Result};
+use crate::text;
+use rusqlite::{named_params, Connection};
+
+/// Dimensions of the hashing embedder.
+pub const HASH_DIMS: usize = 256;
+/// Weight of a character trigram relative to a whole (stemmed) word.
+const TRIGRAM_WEIGHT: f32 = 0.25;
+
+/// The hashing embedding of a text: L2-normalised, all zeros for a text without words.
+pub fn hash_embed(s: &str) -> Vec<f32> {
+    let mut v = vec![0f32; HASH_DIMS];
+    let mut add = |feature: &[u8], w: f32| {
+        let h = text::fnv1a(feature);
+        let idx = (h % HASH_DIMS as u64) as usize;
+        let sign = if (h >> 63) == 0 { 1.0 } else { -1.0 };
+        v[idx] += sign * w;
+    };
+    for w in text::words(s) {
+        if text::is_stopword(&w) {
+            continue;
+        }
+        let st = text::stem(&w);
+        add(st.as_bytes(), 1.0);
+        let padded: Vec<char> = format!(" {w} ").chars().collect();
+        for tri in padded.windows(3) {
+            let t: String = tri.iter().collect();
+            add(t.as_bytes(), TRIGRAM_WEIGHT);
+        }
+    }
+    normalise(&mut v);
+    v
+}
+
+fn normalise(v: &mut [f32]) {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+}
+
+/// Cosine similarity (0 when either vector is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// Decodes a float32 LE blob; None when its length is not a multiple of 4.
+pub fn decode(blob: &[u8]) -> Option<Vec<f32>> {
+    if blob.len() % 4 != 0 || blob.is_empty() {
+        return None;
+    }
+    Some(
+        blob.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    )
+}
+
+/// Result of a scan over user embeddings.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// (rid, cosine), best first, at most the requested limit.
+    pub hits: Vec<(i64, f32)>,
+    /// Rows whose embedding has another dimension than the query (skipped).
+    pub skipped: usize,
+}
+
+/// Brute-force cosine over every eligible, visible memory with an embedding. A query whose dimension
+/// matches no stored embedding is an error naming both dimensions.
+pub fn scan(
+    conn: &Connection,
+    func: &str,
+    q: &Query<'_>,
+    query: &[f32],
+    limit: usize,
+) -> Result<Scan> {
+    let sql = format!(
+        "SELECT m.rid, m.embedding FROM cmp_memories AS m
+         WHERE m.embedding IS NOT NULL AND {ELIGIBLE} AND {VISIBLE}"
+    );
+    type Scanned = (Vec<(i64, f32)>, usize, Option<usize>);
+    let run = || -> rusqlite::Result<Scanned> {
+        let mut st = conn.prepare_cached(&sql)?;
+        let mut rows = st.query(named_params! {":scope": q.scope, ":h": q.horizon_jd})?;
+        let (mut hits, mut skipped, mut other_dim) = (Vec::new(), 0usize, None);
+        let qn = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+        while let Some(r) = rows.next()? {
+            let rid: i64 = r.get(0)?;
+            let blob = match r.get_ref(1)? {
+                rusqlite::types::ValueRef::Blob(b) => b,
+                _ => {
+                    skipped += 1;
+                    continue;
+                }
+            };
+            if blob.len() != query.len() * 4 {
+                skipped += 1;
+                other_dim.get_or_insert(blob.len() / 4);
+                continue;
+            }
+            let (mut dot, mut nb) = (0f32, 0f32);
+            for (c, x) in blob.chunks_exact(4).zip(query) {
+                let y = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                dot += x * y;
+                nb += y * y;
+            }
+            let cos = if qn == 0.0 || nb == 0.0 || !dot.is_finite() {
+                0.0
+            } else {
+                dot / (qn * nb.sqrt())
+            };
+            hits.push((rid, if cos.is_finite() { cos } else { 0.0 }));
+        }
+        Ok((hits, skipped, other_dim))
+    };
+    let (mut hits, skipped, other_dim) = run().map_err(|e| crate::error::CmpError::sql(func, e))?;
+    if hits.is_empty() {
+        if let Some(d) = other_dim {
+            return fail(
+                func,
+                format!(
+                    "query_embedding has {} dimensions but stored embeddings have {d}",
+                    query.len()
+                ),
+            );
+        }
+    }
+    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    hits.truncate(limit);
+    Ok(Scan { hits, skipped })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashing_embedder_is_deterministic_and_graded() {
+        let a = hash_embed("Atlas launch readiness review");
+        assert_eq!(a, hash_embed("Atlas launch readiness review"));
+        let near = cosine(&a, &hash_embed("the atlas launches"));
+        let far = cosine(&a, &hash_embed("grocery list: milk, eggs"));
+        assert!(near > far, "{near} <= {far}");
+        assert_eq!(cosine(&a, &hash_embed("the of and")), 0.0);
+        assert_eq!(decode(&[0, 0, 128, 63]), Some(vec![1.0]));
+        assert_eq!(decode(&[1, 2, 3]), None);
+    }
+}

@@ -1,0 +1,242 @@
+//! Every SQL read and write cmp makes: schema and migrations, meta, memory rows, entities,
+//! sessions and pins. The rest of the crate works on the plain structs defined here.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+/// The schema, applied by `cmp_init()`.
+pub const SCHEMA_SQL: &str = include_str!("../sql/schema.sql");
+/// Version written by this build. History: 1 = memories, tasks, FTS, entities, meta;
+/// 2 = adds sessions, pins and the recency index (all additive: schema.sql upgrades v1 in place).
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// One memory row, as retrieval and packing see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Memory {
+    /// Stable integer key (FTS rowid).
+    pub rid: i64,
+    /// `mem_…` id, the citation ref.
+    pub id: String,
+    /// The text.
+    pub content: String,
+    /// Optional stored summary (ladder rung 2).
+    pub summary: Option<String>,
+    /// semantic, episodic, …
+    pub kind: String,
+    /// When the fact was true/observed.
+    pub occurred_at: Option<String>,
+    /// When it was recorded.
+    pub captured_at: String,
+    /// Locator of the source.
+    pub source_url: Option<String>,
+    /// Explicit confidence.
+    pub confidence: Option<f64>,
+    /// Author trust.
+    pub trust: Option<f64>,
+    /// Entity names (from the `entities` JSON; malformed JSON ⇒ empty).
+    pub entities: Vec<String>,
+    /// Replacement id, when superseded.
+    pub superseded_by: Option<String>,
+    /// When it was superseded.
+    pub superseded_at: Option<String>,
+    /// Flagged as contradicting another memory.
+    pub conflict: bool,
+}
+
+/// Columns read for a [`Memory`], for a table aliased `m`.
+pub const MEMORY_COLS: &str =
+    "m.rid, m.id, m.content, m.summary, m.kind, m.occurred_at, m.captured_at, \
+     m.source_url, m.confidence, m.trust, m.entities, m.superseded_by, m.superseded_at, m.conflict";
+
+/// Reads a [`Memory`] from the first 14 columns of a row selected with [`MEMORY_COLS`].
+/// Values of the wrong type (a blob where text belongs, a text trust) read as absent, never as an error.
+pub fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<Memory> {
+    use rusqlite::types::ValueRef;
+    let text = |i: usize| -> Option<String> {
+        match r.get_ref(i) {
+            Ok(ValueRef::Text(t)) => Some(String::from_utf8_lossy(t).into_owned()),
+            Ok(ValueRef::Integer(n)) => Some(n.to_string()),
+            Ok(ValueRef::Real(f)) => Some(f.to_string()),
+            _ => None,
+        }
+    };
+    let real = |i: usize| -> Option<f64> {
+        match r.get_ref(i) {
+            Ok(ValueRef::Real(f)) if f.is_finite() => Some(f),
+            Ok(ValueRef::Integer(n)) => Some(n as f64),
+            _ => None,
+        }
+    };
+    let entities = text(10).map(|j| parse_entities(&j)).unwrap_or_default();
+    Ok(Memory {
+        rid: r.get(0)?,
+        id: text(1).unwrap_or_default(),
+        content: text(2).unwrap_or_default(),
+        summary: text(3),
+        kind: text(4).unwrap_or_else(|| "semantic".into()),
+        occurred_at: text(5),
+        captured_at: text(6).unwrap_or_default(),
+        source_url: text(7),
+        confidence: real(8).map(|c| c.clamp(0.0, 1.0)),
+        trust: real(9).map(|t| t.clamp(0.0, 1.0)),
+        entities,
+        superseded_by: text(11),
+        superseded_at: text(12),
+        conflict: matches!(r.get_ref(13), Ok(ValueRef::Integer(n)) if n != 0),
+    })
+}
+
+/// Entity names from an `entities` JSON array; anything else yields no entities.
+pub fn parse_entities(json: &str) -> Vec<String> {
+    match serde_json::from_str::<serde_json::Value>(json) {
+        Ok(serde_json::Value::Array(a)) => {
+            let mut out: Vec<String> = Vec::new();
+            for v in a {
+                if let serde_json::Value::String(s) = v {
+                    let s = s.trim();
+                    if !s.is_empty() && !out.iter().any(|o| o.eq_ignore_ascii_case(s)) {
+                        out.push(s.to_string());
+                    }
+                }
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Creates or upgrades the schema. Idempotent.
+pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
+    let has_meta: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'cmp_meta'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)?;
+    let current: Option<i64> = if has_meta {
+        conn.query_row(
+            "SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?
+    } else {
+        None
+    };
+    if let Some(v) = current {
+        if v > SCHEMA_VERSION {
+            return Err(crate::error::CmpError::new(
+                "cmp_init",
+                format!("database schema version {v} is newer than this extension's ({SCHEMA_VERSION}); upgrade cmp"),
+            )
+            .into());
+        }
+        if v == SCHEMA_VERSION {
+            return Ok(v);
+        }
+    }
+    // All-or-nothing: a failure leaves the database as it was.
+    conn.execute_batch("SAVEPOINT cmp_init")?;
+    let r = conn.execute_batch(SCHEMA_SQL).and_then(|_| {
+        conn.execute(
+            "INSERT INTO cmp_meta(key, value) VALUES ('schema_version', ?1)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [SCHEMA_VERSION.to_string()],
+        )
+    });
+    match r {
+        Ok(_) => {
+            conn.execute_batch("RELEASE cmp_init")?;
+            Ok(SCHEMA_VERSION)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO cmp_init; RELEASE cmp_init");
+            Err(e)
+        }
+    }
+}
+
+/// A value from `cmp_meta`, or None (also when the schema is missing).
+pub fn meta(conn: &Connection, key: &str) -> Option<String> {
+    conn.query_row("SELECT value FROM cmp_meta WHERE key = ?1", [key], |r| {
+        r.get(0)
+    })
+    .optional()
+    .ok()
+    .flatten()
+}
+
+/// True when `cmp_init()` has run on this database.
+pub fn initialized(conn: &Connection) -> bool {
+    meta(conn, "schema_version").is_some()
+}
+
+/// Loads memories by id (any scope, any state): callers filter.
+pub fn memory_by_id(
+    conn: &Connection,
+    id: &str,
+) -> rusqlite::Result<Option<(Memory, String, bool)>> {
+    conn.query_row(
+        &format!("SELECT {MEMORY_COLS}, m.scope, coalesce(m.redacted, 0) FROM cmp_memories m WHERE m.id = ?1"),
+        [id],
+        |r| Ok((memory_from_row(r)?, r.get::<_, String>(14)?, r.get::<_, i64>(15)? != 0)),
+    )
+    .optional()
+}
+
+/// The head of a superseded_by chain starting at `id` (at most 16 hops, cycles guarded), if live
+/// and visible in `scope`.
+pub fn live_head(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<Option<String>> {
+    let mut cur = id.to_string();
+    let mut seen = vec![cur.clone()];
+    for _ in 0..16 {
+        let row: Option<(Option<String>, String, i64)> = conn
+            .query_row(
+                "SELECT superseded_by, scope, coalesce(redacted, 0) FROM cmp_memories WHERE id = ?1",
+                [&cur],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        let Some((next, s, red)) = row else {
+            return Ok(None);
+        };
+        if s != scope || red != 0 {
+            return Ok(None);
+        }
+        match next {
+            None => return Ok(if cur == id { None } else { Some(cur) }),
+            Some(n) => {
+                if seen.contains(&n) {
+                    return Ok(None);
+                }
+                seen.push(n.clone());
+                cur = n;
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Stores a pin (sha → canonical bytes). The same sha always denotes the same bytes: a collision
+/// with different bytes is refused.
+pub fn put_pin(conn: &Connection, sha: &str, bytes: &str, at: &str) -> rusqlite::Result<()> {
+    let existing: Option<String> = conn
+        .query_row("SELECT bytes FROM cmp_pins WHERE sha = ?1", [sha], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    match existing {
+        Some(b) if b == bytes => Ok(()),
+        Some(_) => Err(crate::error::CmpError::new(
+            "cmp_context",
+            format!("pin {sha} already denotes other bytes"),
+        )
+        .into()),
+        None => conn
+            .execute(
+                "INSERT INTO cmp_pins(sha, bytes, created_at) VALUES (?1, ?2, ?3)",
+                params![sha, bytes, at],
+            )
+            .map(|_| ()),
+    }
+}
