@@ -15,11 +15,16 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod context;
+pub mod cursor;
+pub mod envelope;
 pub mod error;
 pub mod functions;
 pub mod options;
+pub mod pack;
 pub mod profile;
 pub mod retrieve;
+pub mod session;
 pub mod store;
 pub mod text;
 pub mod time;
@@ -60,13 +65,31 @@ fn scalars() -> Vec<(&'static str, i32, FunctionFlags, Scalar)> {
             scalar!(functions::profile::profile),
         ),
         ("cmp_tokens", -1, PURE, scalar!(functions::profile::tokens)),
+        (
+            "cmp_context",
+            -1,
+            STATEFUL,
+            scalar!(functions::context::context),
+        ),
+        (
+            "cmp_session",
+            -1,
+            STATEFUL,
+            scalar!(functions::session::session),
+        ),
+        (
+            "cmp_session_reset",
+            -1,
+            STATEFUL,
+            scalar!(functions::session::reset),
+        ),
     ]
 }
 
 /// Names of every SQL function and table-valued function cmp registers (for docs and tests).
 pub fn function_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = scalars().into_iter().map(|s| s.0).collect();
-    v.extend(["cmp_search"]);
+    v.extend(["cmp_search", "cmp_items"]);
     v
 }
 
@@ -84,6 +107,8 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     }
     const SEARCH: Module<Tab<functions::search::Search>> = Module::eponymous_only_module();
     conn.create_module(c"cmp_search", &SEARCH, None)?;
+    const ITEMS: Module<Tab<functions::context::Items>> = Module::eponymous_only_module();
+    conn.create_module(c"cmp_items", &ITEMS, None)?;
     Ok(())
 }
 

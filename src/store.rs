@@ -240,3 +240,96 @@ pub fn put_pin(conn: &Connection, sha: &str, bytes: &str, at: &str) -> rusqlite:
             .map(|_| ()),
     }
 }
+
+/// Loads a session's state (None when the session has not started).
+pub fn load_session(
+    conn: &Connection,
+    session_id: &str,
+    scope: &str,
+) -> rusqlite::Result<Option<String>> {
+    conn.query_row(
+        "SELECT state FROM cmp_sessions WHERE session_id = ?1 AND scope = ?2",
+        params![session_id, scope],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// Stores a session's state.
+pub fn save_session(
+    conn: &Connection,
+    session_id: &str,
+    scope: &str,
+    turn: i64,
+    cursor: i64,
+    state: &str,
+    at: &str,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO cmp_sessions(session_id, scope, turn, cursor, state, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT(session_id, scope) DO UPDATE SET turn = excluded.turn, cursor = excluded.cursor,
+           state = excluded.state, updated_at = excluded.updated_at",
+        params![session_id, scope, turn, cursor, state, at],
+    )
+    .map(|_| ())
+}
+
+/// Forgets a session in one scope; returns whether it existed.
+pub fn reset_session(conn: &Connection, session_id: &str, scope: &str) -> rusqlite::Result<bool> {
+    conn.execute(
+        "DELETE FROM cmp_sessions WHERE session_id = ?1 AND scope = ?2",
+        params![session_id, scope],
+    )
+    .map(|n| n > 0)
+}
+
+/// What each of `refs` is now, read at Julian day `h` in `scope`.
+pub fn ref_status(
+    conn: &Connection,
+    refs: &[String],
+    scope: &str,
+    h: f64,
+) -> rusqlite::Result<std::collections::HashMap<String, crate::session::Status>> {
+    use crate::session::Status;
+    let mut out = std::collections::HashMap::new();
+    let ids = serde_json::to_string(refs).unwrap_or_else(|_| "[]".into());
+    let mut seen = std::collections::HashSet::new();
+    {
+        let mut st = conn.prepare_cached(
+            "SELECT m.id, m.scope, coalesce(m.redacted, 0), m.superseded_by,
+                    m.superseded_by IS NOT NULL AND NOT coalesce(julianday(m.superseded_at) > ?3, 0)
+             FROM cmp_memories AS m WHERE m.id IN (SELECT value FROM json_each(?1))",
+        )?;
+        let mut rows = st.query(params![ids, scope, h])?;
+        while let Some(r) = rows.next()? {
+            let id: String = r.get(0)?;
+            let s: String = r.get(1)?;
+            let red: i64 = r.get(2)?;
+            let sup: bool = r.get(4)?;
+            seen.insert(id.clone());
+            let status = if s != scope || red != 0 {
+                Status::Gone
+            } else if sup {
+                Status::Superseded(live_head(conn, &id, scope)?)
+            } else {
+                Status::Live
+            };
+            out.insert(id, status);
+        }
+    }
+    {
+        let mut st = conn.prepare_cached(
+            "SELECT id FROM cmp_tasks WHERE id IN (SELECT value FROM json_each(?1)) AND scope = ?2",
+        )?;
+        let mut rows = st.query(params![ids, scope])?;
+        while let Some(r) = rows.next()? {
+            seen.insert(r.get(0)?);
+        }
+    }
+    for r in refs {
+        if !seen.contains(r) {
+            out.insert(r.clone(), Status::Gone);
+        }
+    }
+    Ok(out)
+}

@@ -2,8 +2,10 @@
 
 pub mod admin;
 pub mod args;
+pub mod context;
 pub mod profile;
 pub mod search;
+pub mod session;
 pub mod table;
 
 use crate::error::{fail, Result};

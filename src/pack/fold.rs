@@ -1,0 +1,160 @@
+//! Claim folding (reference §5, FACTS.md "Claim folding", **ours**: near-duplicates too): facts that
+//! restate each other are folded into one survivor, so the budget buys distinct claims.
+//!
+//! Two facts fold when their normalised word sets have Jaccard ≥ 0.8, both have at least 6 words,
+//! they share polarity (both or neither negated) and neither is flagged `conflict`.
+
+use super::Item;
+use crate::text;
+
+/// Minimum Jaccard similarity of normalised word sets for a fold.
+pub const FOLD_JACCARD: f64 = 0.8;
+/// Claims shorter than this (in normalised words) never fold.
+pub const FOLD_MIN_WORDS: usize = 6;
+
+const LEAD_INS: &[&[&str]] = &[
+    &["we", "decided", "that"],
+    &["we", "agreed", "that"],
+    &["it", "was", "decided", "that"],
+    &["note", "that"],
+    &["remember", "that"],
+    &["fyi"],
+];
+const NEGATIONS: &[&str] = &[
+    "not", "no", "never", "without", "none", "nobody", "nothing", "cannot",
+];
+
+/// The normalised words of a claim: casefolded, URLs and e-mail addresses removed, a leading label
+/// (`Note:`, `Decision:`) or lead-in (`we decided that`) removed, punctuation collapsed.
+pub fn normalise(s: &str) -> Vec<String> {
+    let mut kept: Vec<&str> = Vec::new();
+    for tok in s.split_whitespace() {
+        let t = tok.to_lowercase();
+        if t.contains("://") || t.starts_with("www.") || (t.contains('@') && t.contains('.')) {
+            continue;
+        }
+        kept.push(tok);
+    }
+    let mut joined = kept.join(" ");
+    // A leading label: one or two words followed by a colon.
+    if let Some(pos) = joined.find(':') {
+        let label = &joined[..pos];
+        if !label.is_empty()
+            && label.split_whitespace().count() <= 2
+            && label.chars().all(|c| c.is_alphanumeric() || c == ' ')
+        {
+            joined = joined[pos + 1..].to_string();
+        }
+    }
+    let mut words = text::words(&joined);
+    for lead in LEAD_INS {
+        if words.len() > lead.len() && words.iter().zip(lead.iter()).all(|(a, b)| a == b) {
+            words.drain(..lead.len());
+            break;
+        }
+    }
+    words
+}
+
+/// True when the claim is negated.
+pub fn negated(s: &str) -> bool {
+    let lower = s.to_lowercase();
+    lower.contains("n't")
+        || lower.contains("n’t")
+        || text::words(&lower)
+            .iter()
+            .any(|w| NEGATIONS.contains(&w.as_str()))
+}
+
+struct Claim {
+    set: Vec<u64>,
+    len: usize,
+    neg: bool,
+    conflict: bool,
+}
+
+fn claim(item: &Item) -> Claim {
+    let words = normalise(&item.content);
+    let mut set: Vec<u64> = words.iter().map(|w| text::fnv1a(w.as_bytes())).collect();
+    set.sort_unstable();
+    set.dedup();
+    Claim {
+        set,
+        len: words.len(),
+        neg: negated(&item.content),
+        conflict: item.conflict,
+    }
+}
+
+fn folds(a: &Claim, b: &Claim) -> bool {
+    !a.conflict
+        && !b.conflict
+        && a.len >= FOLD_MIN_WORDS
+        && b.len >= FOLD_MIN_WORDS
+        && a.neg == b.neg
+        && text::jaccard(&a.set, &b.set) >= FOLD_JACCARD
+}
+
+/// Groups `members` (indexes into `items`, already sorted most useful first) into fold groups; the
+/// first index of each group is its survivor.
+pub fn groups(items: &[Item], members: &[usize]) -> Vec<Vec<usize>> {
+    let claims: Vec<Claim> = members.iter().map(|&i| claim(&items[i])).collect();
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (claim index of survivor, members)
+    for (ci, &i) in members.iter().enumerate() {
+        match groups
+            .iter_mut()
+            .find(|(s, _)| folds(&claims[*s], &claims[ci]))
+        {
+            Some((_, g)) => g.push(i),
+            None => groups.push((ci, vec![i])),
+        }
+    }
+    groups.into_iter().map(|g| g.1).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalises_labels_and_lead_ins() {
+        assert_eq!(
+            normalise("Decision: we decided that Atlas ships Friday, see https://x.y"),
+            vec!["atlas", "ships", "friday", "see"]
+        );
+        assert!(negated("We don't ship on Fridays"));
+        assert!(!negated("We ship on Fridays"));
+    }
+
+    #[test]
+    fn folds_restatements_not_contradictions() {
+        let a = Claim {
+            set: vec![1, 2, 3, 4, 5, 6],
+            len: 6,
+            neg: false,
+            conflict: false,
+        };
+        let b = Claim {
+            set: vec![1, 2, 3, 4, 5, 6],
+            len: 6,
+            neg: true,
+            conflict: false,
+        };
+        let c = Claim {
+            set: vec![1, 2, 3, 4, 5, 6],
+            len: 6,
+            neg: false,
+            conflict: true,
+        };
+        let short = Claim {
+            set: vec![1, 2],
+            len: 2,
+            neg: false,
+            conflict: false,
+        };
+        assert!(folds(&a, &a));
+        assert!(!folds(&a, &b));
+        assert!(!folds(&a, &c));
+        assert!(!folds(&short, &short));
+    }
+}
