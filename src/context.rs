@@ -5,7 +5,7 @@ use crate::error::{CmpError, Result};
 use crate::options::Options;
 use crate::pack::{self, intent, Item, Layer, Pack};
 use crate::profile::{self, Profile};
-use crate::retrieve::{self, Query};
+use crate::retrieve::{self, Candidate, Query};
 use crate::{text, time};
 use rusqlite::Connection;
 
@@ -45,18 +45,11 @@ pub struct Built {
 }
 
 fn age_days(when: Option<&str>, now: f64) -> f64 {
-    when.and_then(time::parse)
-        .map_or(0.0, |t| ((now - t) / 86_400.0).max(0.0))
+    when.and_then(time::parse).map_or(0.0, |t| ((now - t) / 86_400.0).max(0.0))
 }
 
 /// Open tasks of the scope as open_loops candidates: tasks sharing words with the task first.
-fn open_loops(
-    conn: &Connection,
-    func: &str,
-    scope: &str,
-    terms: &[String],
-    now: f64,
-) -> Result<Vec<Item>> {
+fn open_loops(conn: &Connection, func: &str, scope: &str, terms: &[String], now: f64) -> Result<Vec<Item>> {
     let sql_err = |e| CmpError::sql(func, e);
     let mut st = conn
         .prepare_cached(
@@ -92,6 +85,7 @@ fn open_loops(
             content: title,
             summary: None,
             layer: Layer::OpenLoops,
+            kind: None,
             relevance: None,
             basis: None,
             retrievers: vec!["tasks"],
@@ -102,16 +96,38 @@ fn open_loops(
             trust: 0.5,
             age_days: age_days(due.as_deref(), now),
             occurred_at: due,
-            entities: ents
-                .as_deref()
-                .map(crate::store::parse_entities)
-                .unwrap_or_default(),
+            entities: ents.as_deref().map(crate::store::parse_entities).unwrap_or_default(),
             conflict: false,
         });
     }
     // Stable: tasks that share words with the request first, then by due date.
     items.sort_by_key(|it| std::cmp::Reverse(it.matched_terms.len()));
     Ok(items)
+}
+
+/// A retrieval candidate as a packable item.
+pub fn item_from_candidate(c: Candidate, now: f64) -> Item {
+    let m = c.mem;
+    let when = m.occurred_at.clone().or_else(|| Some(m.captured_at.clone()).filter(|s| !s.is_empty()));
+    Item {
+        r#ref: m.id,
+        layer: if c.entity_only { Layer::Entity } else { Layer::of_kind(&m.kind) },
+        kind: Some(m.kind),
+        summary: m.summary,
+        relevance: c.relevance,
+        basis: c.basis,
+        retrievers: c.retrievers,
+        matched_terms: c.matched_terms,
+        fused_rank: c.fused_rank,
+        source_url: m.source_url,
+        confidence: m.confidence.or(m.trust),
+        trust: m.trust.unwrap_or(0.5),
+        age_days: age_days(when.as_deref(), now),
+        occurred_at: when,
+        entities: m.entities,
+        conflict: m.conflict,
+        content: m.content,
+    }
 }
 
 /// Retrieves and packs.
@@ -122,59 +138,10 @@ pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
     let intent = intent::detect(req.task);
     let mut q = Query::new(req.task, &o.scope, o.horizon());
     q.query_embedding = o.query_embedding.as_deref();
-    q.recency_limit = if intent == intent::Intent::Recall {
-        RECALL_RECENCY
-    } else {
-        retrieve::RECENCY_LIMIT
-    };
+    q.recency_limit = if intent == intent::Intent::Recall { RECALL_RECENCY } else { retrieve::RECENCY_LIMIT };
     let r = retrieve::retrieve(conn, req.func, &q)?;
-    let mut items: Vec<Item> = r
-        .candidates
-        .into_iter()
-        .map(|c| {
-            let m = c.mem;
-            let when = m
-                .occurred_at
-                .clone()
-                .or_else(|| Some(m.captured_at.clone()).filter(|s| !s.is_empty()));
-            Item {
-                r#ref: m.id,
-                layer: if c.entity_only {
-                    Layer::Entity
-                } else {
-                    Layer::of_kind(&m.kind)
-                },
-                summary: m.summary,
-                relevance: c.relevance,
-                basis: c.basis,
-                retrievers: c.retrievers,
-                matched_terms: c.matched_terms,
-                fused_rank: c.fused_rank,
-                source_url: m.source_url,
-                confidence: m.confidence.or(m.trust),
-                trust: m.trust.unwrap_or(0.5),
-                age_days: age_days(when.as_deref(), o.now),
-                occurred_at: when,
-                entities: m.entities,
-                conflict: m.conflict,
-                content: m.content,
-            }
-        })
-        .collect();
+    let mut items: Vec<Item> = r.candidates.into_iter().map(|c| item_from_candidate(c, o.now)).collect();
     items.extend(open_loops(conn, req.func, &o.scope, &r.terms, o.now)?);
-    let pack = pack::pack(
-        items,
-        pack::Params {
-            profile,
-            budget,
-            intent,
-        },
-    );
-    Ok(Built {
-        profile,
-        pack,
-        pending: r.pending,
-        skipped_embeddings: r.skipped_embeddings,
-        terms: r.terms,
-    })
+    let pack = pack::pack(items, pack::Params { profile, budget, intent });
+    Ok(Built { profile, pack, pending: r.pending, skipped_embeddings: r.skipped_embeddings, terms: r.terms })
 }

@@ -20,13 +20,9 @@ pub const MAX_CURSOR_BYTES: usize = 256 * 1024;
 
 fn mac(conn: &Connection, func: &str) -> Result<Hmac<Sha256>> {
     let Some(secret) = crate::store::meta(conn, "secret") else {
-        return fail(
-            func,
-            "the cmp schema is missing; run SELECT cmp_init() first",
-        );
+        return fail(func, "the cmp schema is missing; run SELECT cmp_init() first");
     };
-    Hmac::<Sha256>::new_from_slice(secret.as_bytes())
-        .or_else(|_| fail(func, "cannot key the cursor hash"))
+    Hmac::<Sha256>::new_from_slice(secret.as_bytes()).or_else(|_| fail(func, "cannot key the cursor hash"))
 }
 
 /// Signs `payload` as a cursor with `prefix`.
@@ -41,12 +37,7 @@ pub fn sign(conn: &Connection, func: &str, prefix: &str, payload: &Value) -> Res
 
 /// Verifies a cursor and returns (prefix, payload).
 pub fn verify(conn: &Connection, func: &str, cursor: &str) -> Result<(&'static str, Value)> {
-    let bad = || {
-        fail(
-            func,
-            "cursor is invalid: it was altered, truncated, or issued by another database",
-        )
-    };
+    let bad = || fail(func, "cursor is invalid: it was altered, truncated, or issued by another database");
     if cursor.len() > MAX_CURSOR_BYTES {
         return bad();
     }

@@ -62,8 +62,7 @@ pub fn legend() -> Value {
 }
 
 fn num(x: Option<f64>) -> Value {
-    x.filter(|v| v.is_finite())
-        .map_or(Value::Null, |v| json!((v * 1e6).round() / 1e6))
+    x.filter(|v| v.is_finite()).map_or(Value::Null, |v| json!((v * 1e6).round() / 1e6))
 }
 
 /// A packed item as a ten-field MemoryObject.
@@ -98,11 +97,7 @@ pub fn facts_per_1k(pack: &Pack) -> f64 {
     if pack.used == 0 {
         return 0.0;
     }
-    let facts = pack
-        .items
-        .iter()
-        .filter(|p| p.item.layer == Layer::Facts)
-        .count();
+    let facts = pack.items.iter().filter(|p| p.item.layer == Layer::Facts).count();
     (facts as f64 / pack.used as f64 * 1000.0 * 1e4).round() / 1e4
 }
 
@@ -131,7 +126,8 @@ pub fn coverage(pack: &Pack, pending: usize) -> Value {
 /// its sha256.
 pub fn canonical(model: &str, pack: &Pack, pending: usize) -> (String, String) {
     let items: Vec<Value> = pack.items.iter().map(memory_object).collect();
-    let c = json!({"model": model, "budget": budget(pack), "coverage": coverage(pack, pending), "items": items}).to_string();
+    let c = json!({"model": model, "budget": budget(pack), "coverage": coverage(pack, pending), "items": items})
+        .to_string();
     let sha = hex(&Sha256::digest(c.as_bytes()));
     (c, sha)
 }
@@ -160,14 +156,9 @@ pub fn graph(items: &[Packed]) -> Value {
     if order.is_empty() {
         return Value::Null;
     }
-    let mut v: Vec<(String, Vec<String>)> =
-        order.into_iter().filter_map(|k| by.remove(&k)).collect();
+    let mut v: Vec<(String, Vec<String>)> = order.into_iter().filter_map(|k| by.remove(&k)).collect();
     v.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
-    Value::Array(
-        v.into_iter()
-            .map(|(e, refs)| json!({"entity": e, "weight": refs.len(), "refs": refs}))
-            .collect(),
-    )
+    Value::Array(v.into_iter().map(|(e, refs)| json!({"entity": e, "weight": refs.len(), "refs": refs})).collect())
 }
 
 /// Everything an envelope is made of.
@@ -286,11 +277,7 @@ pub fn markdown(p: &Parts<'_>) -> String {
             meta.push(format!("folds {}", x.folded_refs.join(", ")));
         }
         let fence = fence_for(&x.content);
-        out.push_str(&format!(
-            "\n- {}\n{fence}text\n{}\n{fence}\n",
-            meta.join(" · "),
-            x.content
-        ));
+        out.push_str(&format!("\n- {}\n{fence}text\n{}\n{fence}\n", meta.join(" · "), x.content));
     }
     if let Some(c) = &p.cursor {
         out.push_str(&format!("\nMore: cmp_expand('{c}', 'more')\n"));

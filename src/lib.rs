@@ -20,6 +20,7 @@ pub mod cursor;
 pub mod envelope;
 pub mod error;
 pub mod functions;
+pub mod mql;
 pub mod options;
 pub mod pack;
 pub mod profile;
@@ -35,9 +36,8 @@ use rusqlite::vtab::Module;
 use rusqlite::Connection;
 
 /// Flags of a pure function: same arguments, same result, safe anywhere.
-const PURE: FunctionFlags = FunctionFlags::SQLITE_UTF8
-    .union(FunctionFlags::SQLITE_DETERMINISTIC)
-    .union(FunctionFlags::SQLITE_INNOCUOUS);
+const PURE: FunctionFlags =
+    FunctionFlags::SQLITE_UTF8.union(FunctionFlags::SQLITE_DETERMINISTIC).union(FunctionFlags::SQLITE_INNOCUOUS);
 /// Flags of a function that reads or writes the database: only from top-level SQL.
 const STATEFUL: FunctionFlags = FunctionFlags::SQLITE_UTF8.union(FunctionFlags::SQLITE_DIRECTONLY);
 
@@ -58,31 +58,13 @@ fn scalars() -> Vec<(&'static str, i32, FunctionFlags, Scalar)> {
         ("cmp_version", 0, PURE, scalar!(functions::admin::version)),
         ("cmp_debug", 0, STATEFUL, scalar!(functions::admin::debug)),
         ("cmp_init", -1, STATEFUL, scalar!(functions::admin::init)),
-        (
-            "cmp_profile",
-            -1,
-            PURE,
-            scalar!(functions::profile::profile),
-        ),
+        ("cmp_profile", -1, PURE, scalar!(functions::profile::profile)),
         ("cmp_tokens", -1, PURE, scalar!(functions::profile::tokens)),
-        (
-            "cmp_context",
-            -1,
-            STATEFUL,
-            scalar!(functions::context::context),
-        ),
-        (
-            "cmp_session",
-            -1,
-            STATEFUL,
-            scalar!(functions::session::session),
-        ),
-        (
-            "cmp_session_reset",
-            -1,
-            STATEFUL,
-            scalar!(functions::session::reset),
-        ),
+        ("cmp_context", -1, STATEFUL, scalar!(functions::context::context)),
+        ("cmp_query", -1, STATEFUL, scalar!(functions::query::query)),
+        ("cmp_expand", -1, STATEFUL, scalar!(functions::expand::expand)),
+        ("cmp_session", -1, STATEFUL, scalar!(functions::session::session)),
+        ("cmp_session_reset", -1, STATEFUL, scalar!(functions::session::reset)),
     ]
 }
 

@@ -43,6 +43,8 @@ pub struct Options {
     pub as_of: Option<Epoch>,
     /// Owner namespace.
     pub scope: String,
+    /// True when the caller gave `scope`.
+    pub scope_given: bool,
     /// Pin the pack.
     pub pin: bool,
     /// User-supplied query embedding.
@@ -59,6 +61,7 @@ impl Default for Options {
             now_given: false,
             as_of: None,
             scope: "default".into(),
+            scope_given: false,
             pin: false,
             query_embedding: None,
             send: Send::All,
@@ -78,15 +81,9 @@ pub fn parse_time(func: &str, field: &str, v: &Value) -> Result<Epoch> {
     match v {
         Value::String(s) => match time::parse(s) {
             Some(t) => Ok(t),
-            None => fail(
-                func,
-                format!("{field} must be an ISO-8601 timestamp, got {s:?}"),
-            ),
+            None => fail(func, format!("{field} must be an ISO-8601 timestamp, got {s:?}")),
         },
-        other => fail(
-            func,
-            format!("{field} must be an ISO-8601 string, got {}", short(other)),
-        ),
+        other => fail(func, format!("{field} must be an ISO-8601 string, got {}", short(other))),
     }
 }
 
@@ -95,14 +92,8 @@ pub fn parse_scope(func: &str, v: &Value) -> Result<String> {
     match v {
         Value::String(s) if !s.is_empty() && s.chars().count() <= MAX_SCOPE_CHARS => Ok(s.clone()),
         Value::String(s) if s.is_empty() => fail(func, "scope must be a non-empty string"),
-        Value::String(_) => fail(
-            func,
-            format!("scope must be at most {MAX_SCOPE_CHARS} characters"),
-        ),
-        other => fail(
-            func,
-            format!("scope must be a string, got {}", short(other)),
-        ),
+        Value::String(_) => fail(func, format!("scope must be at most {MAX_SCOPE_CHARS} characters")),
+        other => fail(func, format!("scope must be a string, got {}", short(other))),
     }
 }
 
@@ -125,17 +116,11 @@ pub fn parse(func: &str, text: Option<&str>, allowed: &[&str]) -> Result<Options
         Err(e) => return fail(func, format!("options must be a JSON object: {e}")),
     };
     let Value::Object(map) = v else {
-        return fail(
-            func,
-            format!("options must be a JSON object, got {}", short(&v)),
-        );
+        return fail(func, format!("options must be a JSON object, got {}", short(&v)));
     };
     for (k, v) in &map {
         if !allowed.contains(&k.as_str()) {
-            return fail(
-                func,
-                format!("unknown option {k:?} (accepted: {})", allowed.join(", ")),
-            );
+            return fail(func, format!("unknown option {k:?} (accepted: {})", allowed.join(", ")));
         }
         match k.as_str() {
             "format" => {
@@ -143,15 +128,7 @@ pub fn parse(func: &str, text: Option<&str>, allowed: &[&str]) -> Result<Options
                     Some("smp") => Format::Smp,
                     Some("json") => Format::Json,
                     Some("markdown") => Format::Markdown,
-                    _ => {
-                        return fail(
-                            func,
-                            format!(
-                                "format must be one of smp, json, markdown, got {}",
-                                short(v)
-                            ),
-                        )
-                    }
+                    _ => return fail(func, format!("format must be one of smp, json, markdown, got {}", short(v))),
                 }
             }
             "now" => {
@@ -159,7 +136,10 @@ pub fn parse(func: &str, text: Option<&str>, allowed: &[&str]) -> Result<Options
                 o.now_given = true;
             }
             "as_of" => o.as_of = Some(parse_time(func, "as_of", v)?),
-            "scope" => o.scope = parse_scope(func, v)?,
+            "scope" => {
+                o.scope = parse_scope(func, v)?;
+                o.scope_given = true;
+            }
             "pin" => match v {
                 Value::Bool(b) => o.pin = *b,
                 other => return fail(func, format!("pin must be a boolean, got {}", short(other))),
@@ -168,12 +148,7 @@ pub fn parse(func: &str, text: Option<&str>, allowed: &[&str]) -> Result<Options
                 o.send = match v.as_str() {
                     Some("all") => Send::All,
                     Some("delta") => Send::Delta,
-                    _ => {
-                        return fail(
-                            func,
-                            format!("send must be \"all\" or \"delta\", got {}", short(v)),
-                        )
-                    }
+                    _ => return fail(func, format!("send must be \"all\" or \"delta\", got {}", short(v))),
                 }
             }
             "query_embedding" => o.query_embedding = Some(parse_embedding(func, v)?),
@@ -185,36 +160,16 @@ pub fn parse(func: &str, text: Option<&str>, allowed: &[&str]) -> Result<Options
 
 fn parse_embedding(func: &str, v: &Value) -> Result<Vec<f32>> {
     let Value::Array(a) = v else {
-        return fail(
-            func,
-            format!(
-                "query_embedding must be an array of numbers, got {}",
-                short(v)
-            ),
-        );
+        return fail(func, format!("query_embedding must be an array of numbers, got {}", short(v)));
     };
     if a.is_empty() || a.len() > MAX_EMBEDDING_DIMS {
-        return fail(
-            func,
-            format!(
-                "query_embedding must have 1..{MAX_EMBEDDING_DIMS} numbers, got {}",
-                a.len()
-            ),
-        );
+        return fail(func, format!("query_embedding must have 1..{MAX_EMBEDDING_DIMS} numbers, got {}", a.len()));
     }
     let mut out = Vec::with_capacity(a.len());
     for (i, x) in a.iter().enumerate() {
         match x.as_f64() {
             Some(f) if f.is_finite() && (f as f32).is_finite() => out.push(f as f32),
-            _ => {
-                return fail(
-                    func,
-                    format!(
-                        "query_embedding[{i}] must be a finite number, got {}",
-                        short(x)
-                    ),
-                )
-            }
+            _ => return fail(func, format!("query_embedding[{i}] must be a finite number, got {}", short(x))),
         }
     }
     Ok(out)
@@ -224,24 +179,11 @@ fn parse_embedding(func: &str, v: &Value) -> Result<Vec<f32>> {
 mod tests {
     use super::*;
 
-    const ALL: &[&str] = &[
-        "format",
-        "now",
-        "as_of",
-        "scope",
-        "pin",
-        "query_embedding",
-        "send",
-    ];
+    const ALL: &[&str] = &["format", "now", "as_of", "scope", "pin", "query_embedding", "send"];
 
     #[test]
     fn parses_and_rejects() {
-        let o = parse(
-            "f",
-            Some(r#"{"now":"2026-01-01","scope":"w","format":"json","pin":true}"#),
-            ALL,
-        )
-        .unwrap();
+        let o = parse("f", Some(r#"{"now":"2026-01-01","scope":"w","format":"json","pin":true}"#), ALL).unwrap();
         assert_eq!(o.scope, "w");
         assert!(o.pin && o.now_given);
         for (bad, want) in [
@@ -250,10 +192,7 @@ mod tests {
             (r#"{"nope":1}"#, "f: unknown option \"nope\""),
             (r#"{"now":"yesterday"}"#, "f: now must be an ISO-8601"),
             (r#"{"format":"xml"}"#, "f: format must be one of"),
-            (
-                r#"{"query_embedding":[1,"a"]}"#,
-                "f: query_embedding[1] must be a finite number",
-            ),
+            (r#"{"query_embedding":[1,"a"]}"#, "f: query_embedding[1] must be a finite number"),
             (r#"{"scope":""}"#, "f: scope must be a non-empty string"),
         ] {
             let e = parse("f", Some(bad), ALL).unwrap_err().0;

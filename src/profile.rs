@@ -63,22 +63,14 @@ const CURSOR: Profile = Profile {
 const ALIASES: &[(&Profile, &[&str])] = &[
     (&CLAUDE, &["claude", "anthropic", "opus", "sonnet", "haiku"]),
     (&GPT, &["chatgpt", "gpt", "openai", "o1", "o3", "4o"]),
-    (
-        &CURSOR,
-        &[
-            "cursor", "copilot", "codex", "windsurf", "cline", "zed", "continue",
-        ],
-    ),
+    (&CURSOR, &["cursor", "copilot", "codex", "windsurf", "cline", "zed", "continue"]),
 ];
 
 /// Resolves a free-text model/surface string on word boundaries; None or no alias ⇒ generic.
 pub fn resolve(model: Option<&str>) -> Profile {
     let Some(model) = model else { return GENERIC };
     let lower = model.to_lowercase();
-    let tokens: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .collect();
+    let tokens: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).collect();
     for (profile, aliases) in ALIASES {
         if tokens.iter().any(|t| aliases.contains(t)) {
             return **profile;

@@ -103,9 +103,7 @@ pub fn advance(
     for (r, &last) in &state.known {
         match status.get(r).unwrap_or(&Status::Live) {
             Status::Superseded(head) => {
-                let head = head
-                    .clone()
-                    .filter(|h| in_pack.contains(h.as_str()) || state.known.contains_key(h));
+                let head = head.clone().filter(|h| in_pack.contains(h.as_str()) || state.known.contains_key(h));
                 superseded.push((r.clone(), head));
             }
             Status::Gone => evicted.push(r.clone()),
@@ -151,11 +149,7 @@ pub fn advance(
     evicted.dedup();
     superseded.sort();
     let mut trajectory = state.trajectory.clone();
-    trajectory.push(Step {
-        turn,
-        tokens,
-        ids: pack.iter().map(|p| p.0.clone()).collect(),
-    });
+    trajectory.push(Step { turn, tokens, ids: pack.iter().map(|p| p.0.clone()).collect() });
     if trajectory.len() > TRAJECTORY_WINDOW {
         trajectory.drain(..trajectory.len() - TRAJECTORY_WINDOW);
     }
@@ -174,22 +168,8 @@ pub fn advance(
         v.truncate(CENTROID_TERMS);
         centroid = v.into_iter().collect();
     }
-    let next = State {
-        turn,
-        cursor,
-        known,
-        trajectory,
-        centroid,
-    };
-    (
-        next,
-        Delta {
-            new,
-            evicted,
-            superseded,
-            cursor,
-        },
-    )
+    let next = State { turn, cursor, known, trajectory, centroid };
+    (next, Delta { new, evicted, superseded, cursor })
 }
 
 #[cfg(test)]
@@ -217,9 +197,12 @@ mod tests {
     fn evicts_cold_refs_and_maps_supersession() {
         let mut s = State::default();
         s = advance(&s, &refs(&["old", "x"]), 10, &[], &HashMap::new()).0;
-        for _ in 0..2 {
-            s = advance(&s, &refs(&["x"]), 10, &[], &HashMap::new()).0;
+        for _ in 0..3 {
+            let (next, d) = advance(&s, &refs(&["x"]), 10, &[], &HashMap::new());
+            assert!(d.evicted.is_empty(), "unseen for fewer than 4 turns");
+            s = next;
         }
+        // Served at turn 1, unseen at turns 2..=5: evicted at turn 5.
         let (s4, d) = advance(&s, &refs(&["x"]), 10, &[], &HashMap::new());
         assert_eq!(d.evicted, vec!["old".to_string()]);
         let mut st = HashMap::new();

@@ -43,8 +43,7 @@ pub struct Memory {
 }
 
 /// Columns read for a [`Memory`], for a table aliased `m`.
-pub const MEMORY_COLS: &str =
-    "m.rid, m.id, m.content, m.summary, m.kind, m.occurred_at, m.captured_at, \
+pub const MEMORY_COLS: &str = "m.rid, m.id, m.content, m.summary, m.kind, m.occurred_at, m.captured_at, \
      m.source_url, m.confidence, m.trust, m.entities, m.superseded_by, m.superseded_at, m.conflict";
 
 /// Reads a [`Memory`] from the first 14 columns of a row selected with [`MEMORY_COLS`].
@@ -107,19 +106,13 @@ pub fn parse_entities(json: &str) -> Vec<String> {
 /// Creates or upgrades the schema. Idempotent.
 pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
     let has_meta: bool = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'cmp_meta'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
+        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'cmp_meta'", [], |r| {
+            r.get::<_, i64>(0)
+        })
         .map(|n| n > 0)?;
     let current: Option<i64> = if has_meta {
-        conn.query_row(
-            "SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?
+        conn.query_row("SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .optional()?
     } else {
         None
     };
@@ -158,12 +151,7 @@ pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
 
 /// A value from `cmp_meta`, or None (also when the schema is missing).
 pub fn meta(conn: &Connection, key: &str) -> Option<String> {
-    conn.query_row("SELECT value FROM cmp_meta WHERE key = ?1", [key], |r| {
-        r.get(0)
-    })
-    .optional()
-    .ok()
-    .flatten()
+    conn.query_row("SELECT value FROM cmp_meta WHERE key = ?1", [key], |r| r.get(0)).optional().ok().flatten()
 }
 
 /// True when `cmp_init()` has run on this database.
@@ -172,10 +160,7 @@ pub fn initialized(conn: &Connection) -> bool {
 }
 
 /// Loads memories by id (any scope, any state): callers filter.
-pub fn memory_by_id(
-    conn: &Connection,
-    id: &str,
-) -> rusqlite::Result<Option<(Memory, String, bool)>> {
+pub fn memory_by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<(Memory, String, bool)>> {
     conn.query_row(
         &format!("SELECT {MEMORY_COLS}, m.scope, coalesce(m.redacted, 0) FROM cmp_memories m WHERE m.id = ?1"),
         [id],
@@ -220,33 +205,21 @@ pub fn live_head(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<O
 /// Stores a pin (sha → canonical bytes). The same sha always denotes the same bytes: a collision
 /// with different bytes is refused.
 pub fn put_pin(conn: &Connection, sha: &str, bytes: &str, at: &str) -> rusqlite::Result<()> {
-    let existing: Option<String> = conn
-        .query_row("SELECT bytes FROM cmp_pins WHERE sha = ?1", [sha], |r| {
-            r.get(0)
-        })
-        .optional()?;
+    let existing: Option<String> =
+        conn.query_row("SELECT bytes FROM cmp_pins WHERE sha = ?1", [sha], |r| r.get(0)).optional()?;
     match existing {
         Some(b) if b == bytes => Ok(()),
-        Some(_) => Err(crate::error::CmpError::new(
-            "cmp_context",
-            format!("pin {sha} already denotes other bytes"),
-        )
-        .into()),
+        Some(_) => {
+            Err(crate::error::CmpError::new("cmp_context", format!("pin {sha} already denotes other bytes")).into())
+        }
         None => conn
-            .execute(
-                "INSERT INTO cmp_pins(sha, bytes, created_at) VALUES (?1, ?2, ?3)",
-                params![sha, bytes, at],
-            )
+            .execute("INSERT INTO cmp_pins(sha, bytes, created_at) VALUES (?1, ?2, ?3)", params![sha, bytes, at])
             .map(|_| ()),
     }
 }
 
 /// Loads a session's state (None when the session has not started).
-pub fn load_session(
-    conn: &Connection,
-    session_id: &str,
-    scope: &str,
-) -> rusqlite::Result<Option<String>> {
+pub fn load_session(conn: &Connection, session_id: &str, scope: &str) -> rusqlite::Result<Option<String>> {
     conn.query_row(
         "SELECT state FROM cmp_sessions WHERE session_id = ?1 AND scope = ?2",
         params![session_id, scope],
@@ -276,11 +249,8 @@ pub fn save_session(
 
 /// Forgets a session in one scope; returns whether it existed.
 pub fn reset_session(conn: &Connection, session_id: &str, scope: &str) -> rusqlite::Result<bool> {
-    conn.execute(
-        "DELETE FROM cmp_sessions WHERE session_id = ?1 AND scope = ?2",
-        params![session_id, scope],
-    )
-    .map(|n| n > 0)
+    conn.execute("DELETE FROM cmp_sessions WHERE session_id = ?1 AND scope = ?2", params![session_id, scope])
+        .map(|n| n > 0)
 }
 
 /// What each of `refs` is now, read at Julian day `h` in `scope`.
@@ -318,9 +288,8 @@ pub fn ref_status(
         }
     }
     {
-        let mut st = conn.prepare_cached(
-            "SELECT id FROM cmp_tasks WHERE id IN (SELECT value FROM json_each(?1)) AND scope = ?2",
-        )?;
+        let mut st = conn
+            .prepare_cached("SELECT id FROM cmp_tasks WHERE id IN (SELECT value FROM json_each(?1)) AND scope = ?2")?;
         let mut rows = st.query(params![ids, scope])?;
         while let Some(r) = rows.next()? {
             seen.insert(r.get(0)?);

@@ -277,10 +277,7 @@ mod tests {
 
     #[test]
     fn tokenizes_like_unicode61() {
-        assert_eq!(
-            words("Zoë's café, AND (NEAR) x*"),
-            vec!["zoe", "s", "cafe", "and", "near", "x"]
-        );
+        assert_eq!(words("Zoë's café, AND (NEAR) x*"), vec!["zoe", "s", "cafe", "and", "near", "x"]);
         assert!(words("🙂 — ").is_empty());
     }
 
@@ -293,10 +290,7 @@ mod tests {
 
     #[test]
     fn query_terms_drop_stopwords_and_repeats() {
-        assert_eq!(
-            query_terms("What is the Atlas launch? the atlas", 10),
-            vec!["atlas", "launch"]
-        );
+        assert_eq!(query_terms("What is the Atlas launch? the atlas", 10), vec!["atlas", "launch"]);
     }
 
     #[test]

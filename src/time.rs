@@ -89,11 +89,7 @@ pub fn parse(s: &str) -> Option<Epoch> {
             if end == start {
                 return None;
             }
-            let frac: f64 = std::str::from_utf8(&rest[i..end])
-                .ok()?
-                .replace(',', ".")
-                .parse()
-                .ok()?;
+            let frac: f64 = std::str::from_utf8(&rest[i..end]).ok()?.replace(',', ".").parse().ok()?;
             secs += frac;
             i = end;
         }
@@ -112,11 +108,7 @@ pub fn parse(s: &str) -> Option<Epoch> {
                 return None;
             }
             let off = (zh * 3600 + zm * 60) as f64;
-            Some(if *sign == b'+' {
-                secs - off
-            } else {
-                secs + off
-            })
+            Some(if *sign == b'+' { secs - off } else { secs + off })
         }
         _ => None,
     }
@@ -128,20 +120,20 @@ pub fn format(t: Epoch) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+/// Formats with microseconds (`YYYY-MM-DDTHH:MM:SS.ffffffZ`), so a stored clock round-trips.
+pub fn format_precise(t: Epoch) -> String {
+    let whole = t.floor();
+    let micros = ((t - whole) * 1e6).round().min(999_999.0) as i64;
+    let base = format(whole);
+    format!("{}.{micros:06}Z", &base[..base.len() - 1])
 }
 
 /// The wall clock, used only when a caller gives no `now`.
 pub fn now() -> Epoch {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 /// Julian day number of an epoch time, for comparisons with SQLite's `julianday()`.
@@ -165,16 +157,7 @@ mod tests {
 
     #[test]
     fn rejects_garbage() {
-        for bad in [
-            "",
-            "yesterday",
-            "2023-02-29",
-            "2023-13-01",
-            "2023-01-01T25:00",
-            "2023-01-01X",
-            "now",
-            "12345",
-        ] {
+        for bad in ["", "yesterday", "2023-02-29", "2023-13-01", "2023-01-01T25:00", "2023-01-01X", "now", "12345"] {
             assert_eq!(parse(bad), None, "{bad}");
         }
     }

@@ -25,20 +25,14 @@ pub fn text_value(func: &str, name: &str, v: ValueRef<'_>) -> Result<Option<Stri
         ValueRef::Null => Ok(None),
         ValueRef::Text(b) => {
             if b.len() > MAX_TEXT_BYTES {
-                return fail(
-                    func,
-                    format!("{name} is {} bytes; the limit is {MAX_TEXT_BYTES}", b.len()),
-                );
+                return fail(func, format!("{name} is {} bytes; the limit is {MAX_TEXT_BYTES}", b.len()));
             }
             match std::str::from_utf8(b) {
                 Ok(s) => Ok(Some(s.to_string())),
                 Err(_) => fail(func, format!("{name} must be valid UTF-8 text")),
             }
         }
-        other => fail(
-            func,
-            format!("{name} must be text, got {}", type_name(&other)),
-        ),
+        other => fail(func, format!("{name} must be text, got {}", type_name(&other))),
     }
 }
 
@@ -56,10 +50,7 @@ pub fn int_value(func: &str, name: &str, v: ValueRef<'_>) -> Result<Option<i64>>
         ValueRef::Null => Ok(None),
         ValueRef::Integer(n) => Ok(Some(n)),
         ValueRef::Real(f) => fail(func, format!("{name} must be an integer, got {f}")),
-        other => fail(
-            func,
-            format!("{name} must be an integer, got {}", type_name(&other)),
-        ),
+        other => fail(func, format!("{name} must be an integer, got {}", type_name(&other))),
     }
 }
 
@@ -75,13 +66,7 @@ pub fn opt_int(ctx: &Context<'_>, func: &str, i: usize, name: &str) -> Result<Op
 pub fn arity(ctx: &Context<'_>, func: &str, min: usize, max: usize, usage: &str) -> Result<()> {
     let n = ctx.len();
     if n < min || n > max {
-        return fail(
-            func,
-            format!(
-                "takes {usage}, got {n} argument{}",
-                if n == 1 { "" } else { "s" }
-            ),
-        );
+        return fail(func, format!("takes {usage}, got {n} argument{}", if n == 1 { "" } else { "s" }));
     }
     Ok(())
 }

@@ -17,15 +17,7 @@ use serde_json::{json, Value};
 use std::ffi::{c_int, CStr};
 
 /// Options `cmp_context` accepts.
-pub const OPTIONS: &[&str] = &[
-    "format",
-    "now",
-    "as_of",
-    "scope",
-    "pin",
-    "query_embedding",
-    "send",
-];
+pub const OPTIONS: &[&str] = &["format", "now", "as_of", "scope", "pin", "query_embedding", "send"];
 /// Options `cmp_items` accepts.
 pub const ITEMS_OPTIONS: &[&str] = &["now", "as_of", "scope", "query_embedding"];
 /// Longest session id.
@@ -34,26 +26,16 @@ pub const MAX_SESSION_ID_CHARS: usize = 256;
 /// Validates a session id argument.
 pub fn session_id(func: &str, s: Option<String>) -> Result<Option<String>> {
     match s {
-        Some(s) if s.is_empty() => fail(
-            func,
-            "session_id must be a non-empty string (or NULL for no session)",
-        ),
-        Some(s) if s.chars().count() > MAX_SESSION_ID_CHARS => fail(
-            func,
-            format!("session_id must be at most {MAX_SESSION_ID_CHARS} characters"),
-        ),
+        Some(s) if s.is_empty() => fail(func, "session_id must be a non-empty string (or NULL for no session)"),
+        Some(s) if s.chars().count() > MAX_SESSION_ID_CHARS => {
+            fail(func, format!("session_id must be at most {MAX_SESSION_ID_CHARS} characters"))
+        }
         other => Ok(other),
     }
 }
 
 /// The pack cursor for a partial pack: the call's parameters and the page offset, signed.
-pub fn pack_cursor(
-    conn: &Connection,
-    func: &str,
-    req: &Request<'_>,
-    budget: usize,
-    offset: usize,
-) -> Result<String> {
+pub fn pack_cursor(conn: &Connection, func: &str, req: &Request<'_>, budget: usize, offset: usize) -> Result<String> {
     let o = req.options;
     let payload = json!({
         "task": req.task,
@@ -78,69 +60,34 @@ fn follow_ups(built: &Built, cursor: Option<&str>) -> Vec<Value> {
         v.push(json!({"call": "cmp_expand", "args": [p.item.r#ref, "document"],
             "why": format!("{} is shown compressed ({})", p.item.r#ref, p.compressed.unwrap_or("head"))}));
     }
-    if let Some(p) = built
-        .pack
-        .items
-        .iter()
-        .find(|p| !p.item.entities.is_empty() && p.item.r#ref.starts_with("mem_"))
-    {
-        v.push(
-            json!({"call": "cmp_expand", "args": [p.item.r#ref, "neighbors"],
-            "why": format!("other memories about {}", p.item.entities.join(", "))}),
-        );
+    if let Some(p) = built.pack.items.iter().find(|p| !p.item.entities.is_empty() && p.item.r#ref.starts_with("mem_")) {
+        v.push(json!({"call": "cmp_expand", "args": [p.item.r#ref, "neighbors"],
+            "why": format!("other memories about {}", p.item.entities.join(", "))}));
     }
     v
 }
 
 /// Runs a session turn: loads the state, computes the delta, stores the new state.
-fn session_turn(
-    conn: &Connection,
-    func: &str,
-    sid: &str,
-    built: &Built,
-    o: &Options,
-) -> Result<session::Delta> {
+fn session_turn(conn: &Connection, func: &str, sid: &str, built: &Built, o: &Options) -> Result<session::Delta> {
     let sql_err = |e| CmpError::sql(func, e);
     let state: State = match store::load_session(conn, sid, &o.scope).map_err(sql_err)? {
         Some(s) => serde_json::from_str(&s).map_err(|e| {
-            CmpError::new(
-                func,
-                format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"),
-            )
+            CmpError::new(func, format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
         })?,
         None => State::default(),
     };
     let known: Vec<String> = state.known.keys().cloned().collect();
-    let status =
-        store::ref_status(conn, &known, &o.scope, time::julian(o.horizon())).map_err(sql_err)?;
-    let pack: Vec<(String, Option<f64>)> = built
-        .pack
-        .items
-        .iter()
-        .map(|p| (p.item.r#ref.clone(), p.item.relevance))
-        .collect();
+    let status = store::ref_status(conn, &known, &o.scope, time::julian(o.horizon())).map_err(sql_err)?;
+    let pack: Vec<(String, Option<f64>)> =
+        built.pack.items.iter().map(|p| (p.item.r#ref.clone(), p.item.relevance)).collect();
     let (next, delta) = session::advance(&state, &pack, built.pack.used, &built.terms, &status);
     let text = serde_json::to_string(&next).map_err(|e| CmpError::new(func, e))?;
-    store::save_session(
-        conn,
-        sid,
-        &o.scope,
-        next.turn,
-        next.cursor,
-        &text,
-        &time::format(o.now),
-    )
-    .map_err(sql_err)?;
+    store::save_session(conn, sid, &o.scope, next.turn, next.cursor, &text, &time::format(o.now)).map_err(sql_err)?;
     Ok(delta)
 }
 
 /// Renders a built pack in the requested format, running the session turn and the pin if asked.
-pub fn render(
-    conn: &Connection,
-    req: &Request<'_>,
-    built: &Built,
-    sid: Option<&str>,
-) -> Result<String> {
+pub fn render(conn: &Connection, req: &Request<'_>, built: &Built, sid: Option<&str>) -> Result<String> {
     let f = req.func;
     let o = req.options;
     let (canonical, sha) = envelope::canonical(built.profile.name, &built.pack, built.pending);
@@ -154,8 +101,7 @@ pub fn render(
         None => None,
     };
     let pin = if o.pin {
-        store::put_pin(conn, &sha, &canonical, &time::format(o.now))
-            .map_err(|e| CmpError::sql(f, e))?;
+        store::put_pin(conn, &sha, &canonical, &time::format(o.now)).map_err(|e| CmpError::sql(f, e))?;
         Some(json!({"sha": sha, "bytes": canonical.len()}))
     } else {
         None
@@ -163,12 +109,7 @@ pub fn render(
     let shown = match (&delta, o.send) {
         (Some(d), Send::Delta) => {
             let new: std::collections::HashSet<&str> = d.new.iter().map(|n| n.0.as_str()).collect();
-            built
-                .pack
-                .items
-                .iter()
-                .filter(|p| new.contains(p.item.r#ref.as_str()))
-                .collect()
+            built.pack.items.iter().filter(|p| new.contains(p.item.r#ref.as_str())).collect()
         }
         _ => built.pack.items.iter().collect(),
     };
@@ -214,13 +155,7 @@ pub fn render(
 /// `cmp_context(...)`.
 pub fn context(ctx: &Context<'_>) -> Result<String> {
     let f = "cmp_context";
-    args::arity(
-        ctx,
-        f,
-        1,
-        5,
-        "1 to 5 arguments (task [, model [, token_budget [, session_id [, options]]]])",
-    )?;
+    args::arity(ctx, f, 1, 5, "1 to 5 arguments (task [, model [, token_budget [, session_id [, options]]]])")?;
     let task = args::opt_text(ctx, f, 0, "task")?.unwrap_or_default();
     let model = args::opt_text(ctx, f, 1, "model")?;
     let budget = args::opt_int(ctx, f, 2, "token_budget")?;
@@ -232,13 +167,7 @@ pub fn context(ctx: &Context<'_>) -> Result<String> {
     }
     let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql(f, e))?;
     super::require_schema(&conn, f)?;
-    let req = Request {
-        func: f,
-        task: &task,
-        model: model.as_deref(),
-        budget,
-        options: &o,
-    };
+    let req = Request { func: f, task: &task, model: model.as_deref(), budget, options: &o };
     let built = context::build(&conn, &req)?;
     render(&conn, &req, &built, sid.as_deref())
 }
@@ -258,34 +187,14 @@ impl TableFn for Items {
             Some(v) => args::text_value(f, "task", v)?.unwrap_or_default(),
             None => return fail(f, "task is required: SELECT * FROM cmp_items('your task')"),
         };
-        let model = a[1]
-            .map(|v| args::text_value(f, "model", v))
-            .transpose()?
-            .flatten();
-        let budget = a[2]
-            .map(|v| args::int_value(f, "token_budget", v))
-            .transpose()?
-            .flatten();
-        let opts = a[3]
-            .map(|v| args::text_value(f, "options", v))
-            .transpose()?
-            .flatten();
+        let model = a[1].map(|v| args::text_value(f, "model", v)).transpose()?.flatten();
+        let budget = a[2].map(|v| args::int_value(f, "token_budget", v)).transpose()?.flatten();
+        let opts = a[3].map(|v| args::text_value(f, "options", v)).transpose()?.flatten();
         let o = options::parse(f, opts.as_deref(), ITEMS_OPTIONS)?;
         super::require_schema(conn, f)?;
-        let req = Request {
-            func: f,
-            task: &task,
-            model: model.as_deref(),
-            budget,
-            options: &o,
-        };
+        let req = Request { func: f, task: &task, model: model.as_deref(), budget, options: &o };
         let built = context::build(conn, &req)?;
-        Ok(built
-            .pack
-            .items
-            .iter()
-            .map(|p| object_row(&envelope::memory_object(p)))
-            .collect())
+        Ok(built.pack.items.iter().map(|p| object_row(&envelope::memory_object(p))).collect())
     }
 }
 
@@ -296,10 +205,7 @@ pub fn object_row(obj: &Value) -> Vec<SqlValue> {
         .map(|(k, _)| match &obj[*k] {
             Value::Null => SqlValue::Null,
             Value::String(s) => SqlValue::Text(s.clone()),
-            Value::Number(n) => n.as_i64().map_or_else(
-                || SqlValue::Real(n.as_f64().unwrap_or(0.0)),
-                SqlValue::Integer,
-            ),
+            Value::Number(n) => n.as_i64().map_or_else(|| SqlValue::Real(n.as_f64().unwrap_or(0.0)), SqlValue::Integer),
             Value::Bool(b) => SqlValue::Integer(i64::from(*b)),
             other => SqlValue::Text(other.to_string()),
         })

@@ -3,7 +3,9 @@
 pub mod admin;
 pub mod args;
 pub mod context;
+pub mod expand;
 pub mod profile;
+pub mod query;
 pub mod search;
 pub mod session;
 pub mod table;
@@ -16,9 +18,6 @@ pub fn require_schema(conn: &Connection, func: &str) -> Result<()> {
     if crate::store::initialized(conn) {
         Ok(())
     } else {
-        fail(
-            func,
-            "the cmp schema is missing; run SELECT cmp_init() first",
-        )
+        fail(func, "the cmp schema is missing; run SELECT cmp_init() first")
     }
 }

@@ -26,12 +26,7 @@ impl TableFn for Search {
         let f = Self::NAME;
         let task = match a[0] {
             Some(v) => args::text_value(f, "task", v)?.unwrap_or_default(),
-            None => {
-                return crate::error::fail(
-                    f,
-                    "task is required: SELECT * FROM cmp_search('your task')",
-                )
-            }
+            None => return crate::error::fail(f, "task is required: SELECT * FROM cmp_search('your task')"),
         };
         let opts_text = match a[1] {
             Some(v) => args::text_value(f, "options", v)?,
@@ -45,7 +40,8 @@ impl TableFn for Search {
         Ok(r.candidates
             .into_iter()
             .map(|c| {
-                let why = json!({"retrievers": c.retrievers, "matched_terms": c.matched_terms, "fused_rank": c.fused_rank});
+                let why =
+                    json!({"retrievers": c.retrievers, "matched_terms": c.matched_terms, "fused_rank": c.fused_rank});
                 vec![
                     Value::Text(c.mem.id),
                     Value::Text(c.mem.content),

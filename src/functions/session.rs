@@ -27,9 +27,7 @@ pub fn session(ctx: &Context<'_>) -> Result<String> {
     let (sid, o) = common(ctx, f)?;
     let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql(f, e))?;
     super::require_schema(&conn, f)?;
-    let state: State = match store::load_session(&conn, &sid, &o.scope)
-        .map_err(|e| CmpError::sql(f, e))?
-    {
+    let state: State = match store::load_session(&conn, &sid, &o.scope).map_err(|e| CmpError::sql(f, e))? {
         Some(s) => serde_json::from_str(&s)
             .map_err(|e| CmpError::new(f, format!("session {sid:?} has corrupt state ({e})")))?,
         None => State::default(),
@@ -52,7 +50,5 @@ pub fn reset(ctx: &Context<'_>) -> Result<i64> {
     let (sid, o) = common(ctx, f)?;
     let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql(f, e))?;
     super::require_schema(&conn, f)?;
-    store::reset_session(&conn, &sid, &o.scope)
-        .map(i64::from)
-        .map_err(|e| CmpError::sql(f, e))
+    store::reset_session(&conn, &sid, &o.scope).map(i64::from).map_err(|e| CmpError::sql(f, e))
 }

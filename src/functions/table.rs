@@ -5,9 +5,7 @@
 
 use rusqlite::ffi;
 use rusqlite::types::{Value, ValueRef};
-use rusqlite::vtab::{
-    Context, Filters, IndexConstraintOp, IndexInfo, VTab, VTabConnection, VTabCursor,
-};
+use rusqlite::vtab::{Context, Filters, IndexConstraintOp, IndexInfo, VTab, VTabConnection, VTabCursor};
 use rusqlite::{Connection, Result};
 use std::borrow::Cow;
 use std::ffi::{c_int, CStr};
@@ -24,10 +22,7 @@ pub trait TableFn: 'static {
     /// Number of hidden argument columns.
     const ARGS: usize;
     /// Computes the rows for the given arguments (None = argument not given).
-    fn rows(
-        conn: &Connection,
-        args: &[Option<ValueRef<'_>>],
-    ) -> crate::error::Result<Vec<Vec<Value>>>;
+    fn rows(conn: &Connection, args: &[Option<ValueRef<'_>>]) -> crate::error::Result<Vec<Vec<Value>>>;
 }
 
 /// The virtual table of a [`TableFn`].
@@ -51,14 +46,7 @@ unsafe impl<'vtab, T: TableFn> VTab<'vtab> for Tab<T> {
         _args: &[&[u8]],
     ) -> Result<(Cow<'static, CStr>, Self)> {
         let handle = unsafe { db.handle() };
-        Ok((
-            Cow::Borrowed(T::SCHEMA),
-            Tab {
-                base: ffi::sqlite3_vtab::default(),
-                db: handle,
-                _t: PhantomData,
-            },
-        ))
+        Ok((Cow::Borrowed(T::SCHEMA), Tab { base: ffi::sqlite3_vtab::default(), db: handle, _t: PhantomData }))
     }
 
     fn best_index(&self, info: &mut IndexInfo) -> Result<bool> {
@@ -94,13 +82,7 @@ unsafe impl<'vtab, T: TableFn> VTab<'vtab> for Tab<T> {
     }
 
     fn open(&'vtab mut self) -> Result<Self::Cursor> {
-        Ok(Cursor {
-            base: ffi::sqlite3_vtab_cursor::default(),
-            db: self.db,
-            rows: Vec::new(),
-            pos: 0,
-            _t: PhantomData,
-        })
+        Ok(Cursor { base: ffi::sqlite3_vtab_cursor::default(), db: self.db, rows: Vec::new(), pos: 0, _t: PhantomData })
     }
 }
 
@@ -139,11 +121,9 @@ unsafe impl<T: TableFn> VTabCursor for Cursor<'_, T> {
                 Ok(())
             }
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(crate::error::CmpError::new(
-                T::NAME,
-                "internal error (panic caught); please report it",
-            )
-            .into()),
+            Err(_) => {
+                Err(crate::error::CmpError::new(T::NAME, "internal error (panic caught); please report it").into())
+            }
         }
     }
 

@@ -20,9 +20,7 @@ const LEAD_INS: &[&[&str]] = &[
     &["remember", "that"],
     &["fyi"],
 ];
-const NEGATIONS: &[&str] = &[
-    "not", "no", "never", "without", "none", "nobody", "nothing", "cannot",
-];
+const NEGATIONS: &[&str] = &["not", "no", "never", "without", "none", "nobody", "nothing", "cannot"];
 
 /// The normalised words of a claim: casefolded, URLs and e-mail addresses removed, a leading label
 /// (`Note:`, `Decision:`) or lead-in (`we decided that`) removed, punctuation collapsed.
@@ -61,9 +59,7 @@ pub fn negated(s: &str) -> bool {
     let lower = s.to_lowercase();
     lower.contains("n't")
         || lower.contains("n’t")
-        || text::words(&lower)
-            .iter()
-            .any(|w| NEGATIONS.contains(&w.as_str()))
+        || text::words(&lower).iter().any(|w| NEGATIONS.contains(&w.as_str()))
 }
 
 struct Claim {
@@ -78,12 +74,7 @@ fn claim(item: &Item) -> Claim {
     let mut set: Vec<u64> = words.iter().map(|w| text::fnv1a(w.as_bytes())).collect();
     set.sort_unstable();
     set.dedup();
-    Claim {
-        set,
-        len: words.len(),
-        neg: negated(&item.content),
-        conflict: item.conflict,
-    }
+    Claim { set, len: words.len(), neg: negated(&item.content), conflict: item.conflict }
 }
 
 fn folds(a: &Claim, b: &Claim) -> bool {
@@ -101,10 +92,7 @@ pub fn groups(items: &[Item], members: &[usize]) -> Vec<Vec<usize>> {
     let claims: Vec<Claim> = members.iter().map(|&i| claim(&items[i])).collect();
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (claim index of survivor, members)
     for (ci, &i) in members.iter().enumerate() {
-        match groups
-            .iter_mut()
-            .find(|(s, _)| folds(&claims[*s], &claims[ci]))
-        {
+        match groups.iter_mut().find(|(s, _)| folds(&claims[*s], &claims[ci])) {
             Some((_, g)) => g.push(i),
             None => groups.push((ci, vec![i])),
         }
@@ -128,30 +116,10 @@ mod tests {
 
     #[test]
     fn folds_restatements_not_contradictions() {
-        let a = Claim {
-            set: vec![1, 2, 3, 4, 5, 6],
-            len: 6,
-            neg: false,
-            conflict: false,
-        };
-        let b = Claim {
-            set: vec![1, 2, 3, 4, 5, 6],
-            len: 6,
-            neg: true,
-            conflict: false,
-        };
-        let c = Claim {
-            set: vec![1, 2, 3, 4, 5, 6],
-            len: 6,
-            neg: false,
-            conflict: true,
-        };
-        let short = Claim {
-            set: vec![1, 2],
-            len: 2,
-            neg: false,
-            conflict: false,
-        };
+        let a = Claim { set: vec![1, 2, 3, 4, 5, 6], len: 6, neg: false, conflict: false };
+        let b = Claim { set: vec![1, 2, 3, 4, 5, 6], len: 6, neg: true, conflict: false };
+        let c = Claim { set: vec![1, 2, 3, 4, 5, 6], len: 6, neg: false, conflict: true };
+        let short = Claim { set: vec![1, 2], len: 2, neg: false, conflict: false };
         assert!(folds(&a, &a));
         assert!(!folds(&a, &b));
         assert!(!folds(&a, &c));

@@ -6,9 +6,7 @@
 //! consumption per unit of weight is lowest goes next), so what a layer cannot use flows to the
 //! others and a larger budget always packs a superset of a smaller one's refs.
 
-use super::{
-    floor_step, take_prefix, utility, Item, Layer, Pack, Packed, Params, Step, FLOOR_ROOM,
-};
+use super::{floor_step, take_prefix, utility, Item, Layer, Pack, Packed, Params, Step, FLOOR_ROOM};
 use std::collections::VecDeque;
 
 /// Packs with the per-layer greedy.
@@ -52,12 +50,7 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
             continue; // can never fit any budget of this profile
         }
         consumed[l] += cost;
-        return Some(Step {
-            item: i,
-            content: items[i].content.clone(),
-            compressed: None,
-            cost,
-        });
+        return Some(Step { item: i, content: items[i].content.clone(), compressed: None, cost });
     });
     let (mut state, used, order) = take_prefix(items.len(), steps.into_iter().chain(seq), p.budget);
     let prior = |l: Layer| weights[l as usize] / sum;
@@ -76,19 +69,7 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
             })
         })
         .collect();
-    let packed: std::collections::HashSet<&str> =
-        items_out.iter().map(|x| x.item.r#ref.as_str()).collect();
-    let excluded = items
-        .iter()
-        .filter(|it| !packed.contains(it.r#ref.as_str()))
-        .cloned()
-        .collect();
-    Pack {
-        items: items_out,
-        budget: p.budget,
-        used,
-        excluded,
-        deduped: 0,
-        intent: p.intent,
-    }
+    let packed: std::collections::HashSet<&str> = items_out.iter().map(|x| x.item.r#ref.as_str()).collect();
+    let excluded = items.iter().filter(|it| !packed.contains(it.r#ref.as_str())).cloned().collect();
+    Pack { items: items_out, budget: p.budget, used, excluded, deduped: 0, intent: p.intent }
 }

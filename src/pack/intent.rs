@@ -18,9 +18,7 @@ pub enum Intent {
     Recall,
 }
 
-const DRAFT: &[&str] = &[
-    "write", "draft", "reply", "respond", "email", "message", "compose", "post",
-];
+const DRAFT: &[&str] = &["write", "draft", "reply", "respond", "email", "message", "compose", "post"];
 const ACT: &[&str] = &[
     "fix",
     "implement",
@@ -36,23 +34,13 @@ const ACT: &[&str] = &[
     "migrate",
     "set up",
 ];
-const PLAN: &[&str] = &[
-    "plan",
-    "prioritise",
-    "prioritize",
-    "roadmap",
-    "organise",
-    "organize",
-    "next steps",
-    "strategy",
-];
+const PLAN: &[&str] =
+    &["plan", "prioritise", "prioritize", "roadmap", "organise", "organize", "next steps", "strategy"];
 
 fn mentions(words: &[String], phrases: &[&str]) -> bool {
     phrases.iter().any(|p| {
         let parts: Vec<&str> = p.split(' ').collect();
-        words
-            .windows(parts.len())
-            .any(|w| w.iter().zip(&parts).all(|(a, b)| a == b))
+        words.windows(parts.len()).any(|w| w.iter().zip(&parts).all(|(a, b)| a == b))
     })
 }
 

@@ -6,10 +6,7 @@
 //! when the upgrade's own density earns it; the pack is the longest prefix of the sequence that fits
 //! the budget. This keeps "compress, don't drop" and makes budget monotonicity exact.
 
-use super::{
-    floor_step, fold, ladder, take_prefix, utility, Item, Layer, Pack, Packed, Params, Step,
-    FLOOR_ROOM,
-};
+use super::{floor_step, fold, ladder, take_prefix, utility, Item, Layer, Pack, Packed, Params, Step, FLOOR_ROOM};
 use crate::text;
 use std::collections::HashMap;
 
@@ -64,20 +61,14 @@ impl Iterator for Sequence<'_> {
             let e = &self.entries[&i];
             let r = self.items[i].r#ref.as_str();
             let cand = if let Some((_, _, cost, share)) = &e.admit {
-                Some((
-                    share * e.util * (1.0 - MMR_PENALTY * e.max_sim) / *cost as f64,
-                    false,
-                ))
+                Some((share * e.util * (1.0 - MMR_PENALTY * e.max_sim) / *cost as f64, false))
             } else {
-                e.upgrade
-                    .map(|(cost, share, m)| (share * e.util * m / cost.max(1) as f64, true))
+                e.upgrade.map(|(cost, share, m)| (share * e.util * m / cost.max(1) as f64, true))
             };
             let Some((d, up)) = cand else { continue };
             let better = match &best {
                 None => true,
-                Some((bd, bup, bref, _)) => {
-                    d > *bd || (d == *bd && (r < *bref || (r == *bref && !up && *bup)))
-                }
+                Some((bd, bup, bref, _)) => d > *bd || (d == *bd && (r < *bref || (r == *bref && !up && *bup))),
             };
             if better {
                 best = Some((d, up, r, i));
@@ -87,12 +78,7 @@ impl Iterator for Sequence<'_> {
         let e = self.entries.get_mut(&i)?;
         if up {
             let (cost, _, _) = e.upgrade.take()?;
-            Some(Step {
-                item: i,
-                content: self.items[i].content.clone(),
-                compressed: None,
-                cost,
-            })
+            Some(Step { item: i, content: self.items[i].content.clone(), compressed: None, cost })
         } else {
             let (content, tag, cost, _) = e.admit.take()?;
             let m = 1.0 - MMR_PENALTY * e.max_sim;
@@ -100,12 +86,7 @@ impl Iterator for Sequence<'_> {
                 e.upgrade = Some((ucost, ushare, m));
             }
             self.admitted(i);
-            Some(Step {
-                item: i,
-                content,
-                compressed: tag,
-                cost,
-            })
+            Some(Step { item: i, content, compressed: tag, cost })
         }
     }
 }
@@ -115,28 +96,16 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
     let weights = p.intent.weights();
     let sum: f64 = weights.iter().sum();
     let prior = |l: Layer| weights[l as usize] / sum;
-    let util: Vec<f64> = items
-        .iter()
-        .map(|it| utility(it, prior(it.layer), &p.profile))
-        .collect();
-    let by_util = |a: &usize, b: &usize| {
-        util[*b]
-            .total_cmp(&util[*a])
-            .then_with(|| items[*a].r#ref.cmp(&items[*b].r#ref))
-    };
+    let util: Vec<f64> = items.iter().map(|it| utility(it, prior(it.layer), &p.profile)).collect();
+    let by_util =
+        |a: &usize, b: &usize| util[*b].total_cmp(&util[*a]).then_with(|| items[*a].r#ref.cmp(&items[*b].r#ref));
 
     // Layers the intent gives no weight get nothing.
-    let mut pool: Vec<usize> = (0..items.len())
-        .filter(|&i| prior(items[i].layer) > 0.0)
-        .collect();
+    let mut pool: Vec<usize> = (0..items.len()).filter(|&i| prior(items[i].layer) > 0.0).collect();
     pool.sort_by(by_util);
 
     // Fold near-duplicate facts into their most useful member.
-    let facts: Vec<usize> = pool
-        .iter()
-        .copied()
-        .filter(|&i| items[i].layer == Layer::Facts)
-        .collect();
+    let facts: Vec<usize> = pool.iter().copied().filter(|&i| items[i].layer == Layer::Facts).collect();
     let mut folded: HashMap<usize, Vec<String>> = HashMap::new();
     let mut deduped = 0;
     let mut gone = vec![false; items.len()];
@@ -146,10 +115,7 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
                 gone[m] = true;
                 deduped += 1;
             }
-            folded.insert(
-                g[0],
-                g[1..].iter().map(|&m| items[m].r#ref.clone()).collect(),
-            );
+            folded.insert(g[0], g[1..].iter().map(|&m| items[m].r#ref.clone()).collect());
         }
     }
     pool.retain(|&i| !gone[i]);
@@ -166,23 +132,9 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
         let full = p.profile.item_cost(&it.content);
         let set = text::word_set(&it.content);
         if let Some(f) = floor.as_ref().filter(|f| f.item == i) {
-            let upgrade = (f.compressed.is_some() && full <= max_cost).then(|| {
-                (
-                    full.saturating_sub(f.cost).max(1),
-                    1.0 - SHORT_RUNG_VALUE,
-                    1.0,
-                )
-            });
-            entries.insert(
-                i,
-                Entry {
-                    util: util[i],
-                    set,
-                    max_sim: 0.0,
-                    admit: None,
-                    upgrade,
-                },
-            );
+            let upgrade = (f.compressed.is_some() && full <= max_cost)
+                .then(|| (full.saturating_sub(f.cost).max(1), 1.0 - SHORT_RUNG_VALUE, 1.0));
+            entries.insert(i, Entry { util: util[i], set, max_sim: 0.0, admit: None, upgrade });
             continue;
         }
         let (short, tag) = ladder::shortest(it);
@@ -211,37 +163,18 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
                 set,
                 max_sim: 0.0,
                 admit: Some((short, tag, short_cost, SHORT_RUNG_VALUE)),
-                upgrade: (full <= max_cost)
-                    .then(|| (full - short_cost, 1.0 - SHORT_RUNG_VALUE, 1.0)),
+                upgrade: (full <= max_cost).then(|| (full - short_cost, 1.0 - SHORT_RUNG_VALUE, 1.0)),
             }
         };
         entries.insert(i, entry);
     }
-    let order: Vec<usize> = pool
-        .iter()
-        .copied()
-        .filter(|i| entries.contains_key(i))
-        .collect();
-    let seq = Sequence {
-        items: &items,
-        entries,
-        order,
-        first: floor,
-    };
+    let order: Vec<usize> = pool.iter().copied().filter(|i| entries.contains_key(i)).collect();
+    let seq = Sequence { items: &items, entries, order, first: floor };
     let (state, used, _) = take_prefix(items.len(), seq, p.budget);
 
     let mut packed_idx: Vec<usize> = (0..items.len()).filter(|&i| state[i].is_some()).collect();
-    packed_idx.sort_by(|a, b| {
-        items[*a]
-            .layer
-            .cmp(&items[*b].layer)
-            .then_with(|| by_util(a, b))
-    });
-    let excluded: Vec<Item> = pool
-        .iter()
-        .filter(|&&i| state[i].is_none())
-        .map(|&i| items[i].clone())
-        .collect();
+    packed_idx.sort_by(|a, b| items[*a].layer.cmp(&items[*b].layer).then_with(|| by_util(a, b)));
+    let excluded: Vec<Item> = pool.iter().filter(|&&i| state[i].is_none()).map(|&i| items[i].clone()).collect();
     let mut state = state;
     let out: Vec<Packed> = packed_idx
         .iter()
@@ -259,12 +192,5 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
     let zero_weight = items.iter().filter(|it| prior(it.layer) == 0.0).cloned();
     let mut excluded = excluded;
     excluded.extend(zero_weight);
-    Pack {
-        items: out,
-        budget: p.budget,
-        used,
-        excluded,
-        deduped,
-        intent: p.intent,
-    }
+    Pack { items: out, budget: p.budget, used, excluded, deduped, intent: p.intent }
 }

@@ -9,12 +9,7 @@ pub fn rungs(item: &Item) -> Vec<(String, Option<&'static str>)> {
     let full_len = item.content.chars().count();
     let mut v = vec![(item.content.clone(), None)];
     let mut shortest = full_len;
-    if let Some(s) = item
-        .summary
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
+    if let Some(s) = item.summary.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         let n = s.chars().count();
         if n < shortest {
             v.push((s.to_string(), Some("summary")));
@@ -31,9 +26,7 @@ pub fn rungs(item: &Item) -> Vec<(String, Option<&'static str>)> {
 
 /// The shortest rung of an item (the full text when nothing is shorter).
 pub fn shortest(item: &Item) -> (String, Option<&'static str>) {
-    rungs(item)
-        .pop()
-        .unwrap_or_else(|| (item.content.clone(), None))
+    rungs(item).pop().unwrap_or_else(|| (item.content.clone(), None))
 }
 
 #[cfg(test)]
@@ -47,6 +40,7 @@ mod tests {
             content: content.into(),
             summary: summary.map(Into::into),
             layer: Layer::Facts,
+            kind: None,
             relevance: None,
             basis: None,
             retrievers: vec![],
@@ -64,16 +58,10 @@ mod tests {
 
     #[test]
     fn rungs_only_get_shorter() {
-        let r = rungs(&item(
-            "First sentence here. Second one follows, much longer than the first.",
-            Some("Short sum"),
-        ));
+        let r = rungs(&item("First sentence here. Second one follows, much longer than the first.", Some("Short sum")));
         let tags: Vec<_> = r.iter().map(|x| x.1).collect();
         assert_eq!(tags, vec![None, Some("summary")]);
-        let r = rungs(&item(
-            "First. Second sentence.",
-            Some("A summary that is longer than everything"),
-        ));
+        let r = rungs(&item("First. Second sentence.", Some("A summary that is longer than everything")));
         assert_eq!(r.last().unwrap().1, Some("head"));
         assert_eq!(rungs(&item("One sentence only", None)).len(), 1);
     }

@@ -88,6 +88,8 @@ pub struct Item {
     pub summary: Option<String>,
     /// Pack layer.
     pub layer: Layer,
+    /// Memory kind (None for an open task).
+    pub kind: Option<String>,
     /// Relevance in [0, 1] or None.
     pub relevance: Option<f64>,
     /// How relevance was scored.
@@ -187,12 +189,7 @@ pub(crate) fn floor_step(idx: usize, item: &Item, profile: &Profile, room: usize
     for (content, tag) in ladder::rungs(item) {
         let cost = profile.item_cost(&content);
         if cost <= room {
-            return Some(Step {
-                item: idx,
-                content,
-                compressed: tag,
-                cost,
-            });
+            return Some(Step { item: idx, content, compressed: tag, cost });
         }
     }
     let content_tokens = room.checked_sub(ITEM_OVERHEAD)?;
@@ -204,12 +201,7 @@ pub(crate) fn floor_step(idx: usize, item: &Item, profile: &Profile, room: usize
         return None;
     }
     let cost = profile.item_cost(&content);
-    Some(Step {
-        item: idx,
-        content,
-        compressed: Some("truncated"),
-        cost,
-    })
+    Some(Step { item: idx, content, compressed: Some("truncated"), cost })
 }
 
 /// The room the floor is judged against.
@@ -249,6 +241,5 @@ pub fn recency_decay(age_days: f64) -> f64 {
 /// utility = prior[layer] × (w_rel·relevance + w_rec·decay + w_auth·trust).
 pub fn utility(item: &Item, prior: f64, profile: &Profile) -> f64 {
     let (wr, wc, wa) = profile.weights;
-    prior
-        * (wr * item.relevance.unwrap_or(0.0) + wc * recency_decay(item.age_days) + wa * item.trust)
+    prior * (wr * item.relevance.unwrap_or(0.0) + wc * recency_decay(item.age_days) + wa * item.trust)
 }

@@ -1,7 +1,7 @@
 //! Entity retrieval: entity names found in the task (an fst gazetteer over `cmp_entities`, rebuilt
 //! only when the entity set changed) → the memories linked to them.
 
-use super::{Query, ELIGIBLE, VISIBLE};
+use super::{Query, VISIBLE};
 use crate::store::{memory_from_row, Memory, MEMORY_COLS};
 use crate::text;
 use fst::raw::Fst;
@@ -30,9 +30,7 @@ impl Gazetteer {
             if key.is_empty() {
                 continue;
             }
-            let e = by_key
-                .entry(key)
-                .or_insert_with(|| (Vec::new(), name.clone()));
+            let e = by_key.entry(key).or_insert_with(|| (Vec::new(), name.clone()));
             e.0.push(id);
         }
         let mut ids = Vec::with_capacity(by_key.len());
@@ -122,12 +120,7 @@ pub fn gazetteer(conn: &Connection) -> rusqlite::Result<Arc<Gazetteer>> {
         "SELECT (SELECT value FROM cmp_meta WHERE key = 'db_id'),
                 (SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'entity_gen')",
         [],
-        |r| {
-            Ok((
-                r.get::<_, Option<String>>(0)?.unwrap_or_default(),
-                r.get::<_, Option<i64>>(1)?.unwrap_or(0),
-            ))
-        },
+        |r| Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
     )?;
     // A copy of a database (VACUUM INTO, file copy) shares db_id; the path tells the copies apart.
     let key = format!("{db_id}\u{0}{}", conn.path().unwrap_or(""));
@@ -139,9 +132,8 @@ pub fn gazetteer(conn: &Connection) -> rusqlite::Result<Arc<Gazetteer>> {
         }
     }
     let mut st = conn.prepare_cached("SELECT id, name FROM cmp_entities")?;
-    let pairs: Vec<(i64, String)> = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+    let pairs: Vec<(i64, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
     let gz = Arc::new(Gazetteer::build(pairs));
     if let Ok(mut c) = cache().lock() {
         if c.len() > 64 {
@@ -153,20 +145,17 @@ pub fn gazetteer(conn: &Connection) -> rusqlite::Result<Arc<Gazetteer>> {
 }
 
 /// Memories linked to any of `entity_ids`, most links first, then newest.
-pub fn search(
-    conn: &Connection,
-    q: &Query<'_>,
-    entity_ids: &[i64],
-) -> rusqlite::Result<Vec<(Memory, i64)>> {
+pub fn search(conn: &Connection, q: &Query<'_>, entity_ids: &[i64]) -> rusqlite::Result<Vec<(Memory, i64)>> {
     if entity_ids.is_empty() {
         return Ok(Vec::new());
     }
     let ids = serde_json::to_string(entity_ids).unwrap_or_else(|_| "[]".into());
+    let eligible = q.eligible();
     let sql = format!(
         "SELECT {MEMORY_COLS}, count(*) AS hits
          FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
          WHERE l.entity_id IN (SELECT value FROM json_each(:ids))
-           AND {ELIGIBLE} AND {VISIBLE}
+           AND {eligible} AND {VISIBLE}
          GROUP BY m.rid
          ORDER BY hits DESC, coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n"
     );

@@ -2,7 +2,7 @@
 //! alphanumeric words and each word becomes a quoted string, joined with OR, so quotes, `AND`,
 //! `NEAR`, `*`, parentheses, colons and column filters in a task are plain words.
 
-use super::{Query, ELIGIBLE};
+use super::Query;
 use crate::store::{memory_from_row, Memory, MEMORY_COLS};
 use rusqlite::{named_params, Connection};
 
@@ -13,33 +13,22 @@ pub fn match_expr(terms: &[String]) -> Option<String> {
     }
     // Terms are alphanumeric words (text::words), so they hold no `"`; quoting makes every one a
     // literal string to FTS5.
-    Some(
-        terms
-            .iter()
-            .map(|t| format!("\"{t}\""))
-            .collect::<Vec<_>>()
-            .join(" OR "),
-    )
+    Some(terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR "))
 }
 
-/// The SQL of the BM25 top-k query (also the benchmark floor).
-pub fn sql() -> String {
+/// The SQL of the BM25 top-k query (also the benchmark floor) over rows meeting `eligible`.
+pub fn sql(eligible: &str) -> String {
     format!(
         "SELECT {MEMORY_COLS}, bm25(cmp_memories_fts) AS score
          FROM cmp_memories_fts JOIN cmp_memories AS m ON m.rid = cmp_memories_fts.rowid
-         WHERE cmp_memories_fts MATCH :q AND {ELIGIBLE}
+         WHERE cmp_memories_fts MATCH :q AND {eligible}
          ORDER BY score, m.rid LIMIT :n"
     )
 }
 
 /// Top `limit` memories by BM25 (best first), visible or not yet visible (the caller splits them).
-pub fn search(
-    conn: &Connection,
-    q: &Query<'_>,
-    expr: &str,
-    limit: usize,
-) -> rusqlite::Result<Vec<Memory>> {
-    let mut st = conn.prepare_cached(&sql())?;
+pub fn search(conn: &Connection, q: &Query<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Memory>> {
+    let mut st = conn.prepare_cached(&sql(q.eligible()))?;
     let rows = st.query_map(
         named_params! {":q": expr, ":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64},
         memory_from_row,
@@ -54,9 +43,6 @@ mod tests {
     #[test]
     fn quoting() {
         assert_eq!(match_expr(&[]), None);
-        assert_eq!(
-            match_expr(&["a".into(), "near".into()]).unwrap(),
-            "\"a\" OR \"near\""
-        );
+        assert_eq!(match_expr(&["a".into(), "near".into()]).unwrap(), "\"a\" OR \"near\"");
     }
 }

@@ -31,17 +31,10 @@ pub fn rrf<K: Ord>(rankings: &[&[usize]], tiebreak: impl Fn(usize) -> K) -> Vec<
     }
     let best = active as f64 / (RRF_K + 1.0);
     let mut v: Vec<(usize, f64)> = score.into_iter().collect();
-    v.sort_by(|a, b| {
-        b.1.total_cmp(&a.1)
-            .then_with(|| tiebreak(a.0).cmp(&tiebreak(b.0)))
-    });
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| tiebreak(a.0).cmp(&tiebreak(b.0))));
     v.into_iter()
         .enumerate()
-        .map(|(i, (item, s))| Fused {
-            item,
-            relevance: round6((s / best).min(1.0)),
-            rank: i + 1,
-        })
+        .map(|(i, (item, s))| Fused { item, relevance: round6((s / best).min(1.0)), rank: i + 1 })
         .collect()
 }
 

@@ -21,6 +21,14 @@ use std::collections::{HashMap, HashSet};
 /// that may be read: in scope, not redacted, not superseded at the horizon.
 pub const ELIGIBLE: &str = "m.scope = :scope AND (m.redacted = 0 OR m.redacted IS NULL) \
      AND (m.superseded_by IS NULL OR coalesce(julianday(m.superseded_at) > :h, 0))";
+/// [`ELIGIBLE`] without the supersession test (MQL with `valid_only: false` narrows afterwards). It
+/// names `:h` too, so both conditions bind the same parameters.
+pub const ELIGIBLE_ANY_VERSION: &str = "m.scope = :scope AND (m.redacted = 0 OR m.redacted IS NULL) AND :h IS NOT NULL";
+
+/// True when `m` is superseded at `horizon` (an unparseable superseded_at counts as superseded).
+pub fn superseded_at(m: &Memory, horizon: Epoch) -> bool {
+    m.superseded_by.is_some() && m.superseded_at.as_deref().and_then(time::parse).is_none_or(|t| t <= horizon)
+}
 /// SQL condition for a row already captured at the horizon (unparseable timestamps count as visible).
 pub const VISIBLE: &str = "coalesce(julianday(m.captured_at) <= :h, 1)";
 
@@ -51,9 +59,20 @@ pub struct Query<'a> {
     pub query_embedding: Option<&'a [f32]>,
     /// How many recency candidates to offer.
     pub recency_limit: usize,
+    /// Also return rows superseded at the horizon (MQL `valid_only: false`).
+    pub include_superseded: bool,
 }
 
 impl<'a> Query<'a> {
+    /// The eligibility condition this query reads through.
+    pub fn eligible(&self) -> &'static str {
+        if self.include_superseded {
+            ELIGIBLE_ANY_VERSION
+        } else {
+            ELIGIBLE
+        }
+    }
+
     /// A query at `horizon`.
     pub fn new(task: &'a str, scope: &'a str, horizon: Epoch) -> Self {
         Query {
@@ -63,6 +82,7 @@ impl<'a> Query<'a> {
             horizon_jd: time::julian(horizon),
             query_embedding: None,
             recency_limit: RECENCY_LIMIT,
+            include_superseded: false,
         }
     }
 }
@@ -139,14 +159,8 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
         t
     };
-    let mut pool = Pool {
-        mems: Vec::new(),
-        by_rid: HashMap::new(),
-    };
-    let mut out = Retrieval {
-        terms: terms.clone(),
-        ..Default::default()
-    };
+    let mut pool = Pool { mems: Vec::new(), by_rid: HashMap::new() };
+    let mut out = Retrieval { terms: terms.clone(), ..Default::default() };
 
     // fts
     let mut fts_rank = Vec::new();
@@ -162,11 +176,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
 
     // entity
     let gz = entity::gazetteer(conn).map_err(sql_err)?;
-    let (entity_ids, names) = if gz.is_empty() {
-        (Vec::new(), Vec::new())
-    } else {
-        gz.find(q.task)
-    };
+    let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
     out.entities = names;
     let task_vec = vector::hash_embed(q.task);
     let mut entity_rank = Vec::new();
@@ -195,16 +205,13 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     if let Some(qe) = q.query_embedding {
         let scan = vector::scan(conn, func, q, qe, VECTOR_LIMIT)?;
         out.skipped_embeddings = scan.skipped;
-        let missing: Vec<i64> = scan
-            .hits
-            .iter()
-            .map(|h| h.0)
-            .filter(|r| !pool.by_rid.contains_key(r))
-            .collect();
+        let missing: Vec<i64> = scan.hits.iter().map(|h| h.0).filter(|r| !pool.by_rid.contains_key(r)).collect();
         if !missing.is_empty() {
             let ids = serde_json::to_string(&missing).unwrap_or_else(|_| "[]".into());
             let mut st = conn
-                .prepare_cached(&format!("SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.rid IN (SELECT value FROM json_each(?1))"))
+                .prepare_cached(&format!(
+                    "SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.rid IN (SELECT value FROM json_each(?1))"
+                ))
                 .map_err(sql_err)?;
             let rows = st.query_map([ids], memory_from_row).map_err(sql_err)?;
             for m in rows {
@@ -222,18 +229,10 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
             .mems
             .iter()
             .enumerate()
-            .map(|(i, m)| {
-                (
-                    vector::cosine(&task_vec, &vector::hash_embed(&m.content)),
-                    i,
-                )
-            })
+            .map(|(i, m)| (vector::cosine(&task_vec, &vector::hash_embed(&m.content)), i))
             .filter(|s| s.0 > 0.0)
             .collect();
-        scored.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| pool.mems[a.1].id.cmp(&pool.mems[b.1].id))
-        });
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| pool.mems[a.1].id.cmp(&pool.mems[b.1].id)));
         vector_rank.extend(scored.into_iter().map(|s| s.1));
     }
 
@@ -248,13 +247,8 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
-    let fused = fuse::rrf(&[&fts_rank, &vector_rank, &entity_rank], |i| {
-        pool.mems[i].id.clone()
-    });
-    let active = [&fts_rank, &vector_rank, &entity_rank]
-        .iter()
-        .filter(|r| !r.is_empty())
-        .count();
+    let fused = fuse::rrf(&[&fts_rank, &vector_rank, &entity_rank], |i| pool.mems[i].id.clone());
+    let active = [&fts_rank, &vector_rank, &entity_rank].iter().filter(|r| !r.is_empty()).count();
     let basis = if user_vector && active == 1 && !vector_rank.is_empty() {
         "cosine"
     } else if active >= 2 {
@@ -268,52 +262,33 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     let mut seen = HashSet::new();
     let term_set: HashSet<&str> = terms.iter().map(String::as_str).collect();
     let mut mems: Vec<Option<Memory>> = pool.mems.into_iter().map(Some).collect();
-    let mut make =
-        |i: usize, relevance: Option<f64>, basis: Option<&'static str>, rank: Option<usize>| {
-            let mem = mems[i].take()?;
-            let mut retrievers = Vec::new();
-            for (name, set) in [
-                ("fts", &in_fts),
-                ("vector", &in_vector),
-                ("entity", &in_entity),
-            ] {
-                if set.contains(&i) {
-                    retrievers.push(name);
+    let mut make = |i: usize, relevance: Option<f64>, basis: Option<&'static str>, rank: Option<usize>| {
+        let mem = mems[i].take()?;
+        let mut retrievers = Vec::new();
+        for (name, set) in [("fts", &in_fts), ("vector", &in_vector), ("entity", &in_entity)] {
+            if set.contains(&i) {
+                retrievers.push(name);
+            }
+        }
+        if recent.contains(&i) {
+            retrievers.push("recency");
+        }
+        let mut matched: Vec<String> = Vec::new();
+        if !term_set.is_empty() {
+            for w in text::words(&mem.content) {
+                let s = text::stem(&w);
+                if term_set.contains(s.as_str()) && !matched.contains(&s) {
+                    matched.push(s);
                 }
             }
-            if recent.contains(&i) {
-                retrievers.push("recency");
-            }
-            let mut matched: Vec<String> = Vec::new();
-            if !term_set.is_empty() {
-                for w in text::words(&mem.content) {
-                    let s = text::stem(&w);
-                    if term_set.contains(s.as_str()) && !matched.contains(&s) {
-                        matched.push(s);
-                    }
-                }
-                matched.sort();
-            }
-            let entity_only = in_entity.contains(&i)
-                && !in_fts.contains(&i)
-                && !(user_vector && in_vector.contains(&i));
-            Some(Candidate {
-                mem,
-                relevance,
-                basis,
-                retrievers,
-                matched_terms: matched,
-                fused_rank: rank,
-                entity_only,
-            })
-        };
+            matched.sort();
+        }
+        let entity_only = in_entity.contains(&i) && !in_fts.contains(&i) && !(user_vector && in_vector.contains(&i));
+        Some(Candidate { mem, relevance, basis, retrievers, matched_terms: matched, fused_rank: rank, entity_only })
+    };
     for f in &fused {
         seen.insert(f.item);
-        let rel = if basis == "cosine" {
-            cosine_of.get(&f.item).copied().map(fuse::round6)
-        } else {
-            Some(f.relevance)
-        };
+        let rel = if basis == "cosine" { cosine_of.get(&f.item).copied().map(fuse::round6) } else { Some(f.relevance) };
         if let Some(c) = make(f.item, rel, Some(basis), Some(f.rank)) {
             out.candidates.push(c);
         }

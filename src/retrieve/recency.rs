@@ -1,21 +1,20 @@
 //! The newest memories of the scope, so "what happened recently" tasks work even when no word of
 //! the task matches. These candidates carry no relevance score (null), by design.
 
-use super::{Query, ELIGIBLE, VISIBLE};
+use super::{Query, VISIBLE};
 use crate::store::{memory_from_row, Memory, MEMORY_COLS};
 use rusqlite::{named_params, Connection};
 
 /// The `limit` newest visible memories (by occurred_at, else captured_at), newest first.
 pub fn search(conn: &Connection, q: &Query<'_>, limit: usize) -> rusqlite::Result<Vec<Memory>> {
+    let eligible = q.eligible();
     let sql = format!(
         "SELECT {MEMORY_COLS} FROM cmp_memories AS m INDEXED BY cmp_memories_scope_time
-         WHERE {ELIGIBLE} AND {VISIBLE}
+         WHERE {eligible} AND {VISIBLE}
          ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n"
     );
     let mut st = conn.prepare_cached(&sql)?;
-    let rows = st.query_map(
-        named_params! {":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64},
-        memory_from_row,
-    )?;
+    let rows =
+        st.query_map(named_params! {":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64}, memory_from_row)?;
     rows.collect()
 }

@@ -3,7 +3,7 @@
 //! deterministic hashing embedder (stemmed words plus character trigrams, signed feature hashing)
 //! ranks the candidate pool the other retrievers found, so hybrid retrieval works with no model.
 
-use super::{Query, ELIGIBLE, VISIBLE};
+use super::{Query, VISIBLE};
 use crate::error::{fail, Result};
 use crate::text;
 use rusqlite::{named_params, Connection};
@@ -65,11 +65,7 @@ pub fn decode(blob: &[u8]) -> Option<Vec<f32>> {
     if blob.len() % 4 != 0 || blob.is_empty() {
         return None;
     }
-    Some(
-        blob.chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-    )
+    Some(blob.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 /// Result of a scan over user embeddings.
@@ -83,16 +79,11 @@ pub struct Scan {
 
 /// Brute-force cosine over every eligible, visible memory with an embedding. A query whose dimension
 /// matches no stored embedding is an error naming both dimensions.
-pub fn scan(
-    conn: &Connection,
-    func: &str,
-    q: &Query<'_>,
-    query: &[f32],
-    limit: usize,
-) -> Result<Scan> {
+pub fn scan(conn: &Connection, func: &str, q: &Query<'_>, query: &[f32], limit: usize) -> Result<Scan> {
+    let eligible = q.eligible();
     let sql = format!(
         "SELECT m.rid, m.embedding FROM cmp_memories AS m
-         WHERE m.embedding IS NOT NULL AND {ELIGIBLE} AND {VISIBLE}"
+         WHERE m.embedding IS NOT NULL AND {eligible} AND {VISIBLE}"
     );
     type Scanned = (Vec<(i64, f32)>, usize, Option<usize>);
     let run = || -> rusqlite::Result<Scanned> {
@@ -120,11 +111,7 @@ pub fn scan(
                 dot += x * y;
                 nb += y * y;
             }
-            let cos = if qn == 0.0 || nb == 0.0 || !dot.is_finite() {
-                0.0
-            } else {
-                dot / (qn * nb.sqrt())
-            };
+            let cos = if qn == 0.0 || nb == 0.0 || !dot.is_finite() { 0.0 } else { dot / (qn * nb.sqrt()) };
             hits.push((rid, if cos.is_finite() { cos } else { 0.0 }));
         }
         Ok((hits, skipped, other_dim))
@@ -134,10 +121,7 @@ pub fn scan(
         if let Some(d) = other_dim {
             return fail(
                 func,
-                format!(
-                    "query_embedding has {} dimensions but stored embeddings have {d}",
-                    query.len()
-                ),
+                format!("query_embedding has {} dimensions but stored embeddings have {d}", query.len()),
             );
         }
     }
