@@ -1,0 +1,384 @@
+//! The protocol's invariants as property tests over random stores (reference §4, §5, §6, §8):
+//! budget bound, budget monotonicity (superset), global dedup, superseded-never, redacted-never,
+//! scope isolation, constant legend, determinism; the session delta's no-leak, no-resend, eviction
+//! soundness, cursor order and mirror equality; MQL narrowing only removes and paging partitions.
+
+mod common;
+
+use common::{insert_memory, Mem, NOW};
+use proptest::prelude::*;
+use rusqlite::Connection;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+const WORDS: &[&str] = &[
+    "atlas",
+    "launch",
+    "budget",
+    "review",
+    "friday",
+    "marketing",
+    "site",
+    "docs",
+    "pricing",
+    "customer",
+    "email",
+    "weekend",
+    "deploy",
+    "server",
+    "design",
+    "meeting",
+    "hiring",
+    "roadmap",
+    "invoice",
+    "travel",
+    "berlin",
+    "coffee",
+];
+const NAMES: &[&str] = &["Dana", "Lee", "Priya", "Atlas", "Orion"];
+const KINDS: &[&str] = &["semantic", "episodic", "style", "decision", "preference", "negative", "procedural"];
+
+#[derive(Debug, Clone)]
+struct Spec {
+    words: Vec<usize>,
+    sentences: usize,
+    kind: usize,
+    names: Vec<usize>,
+    other_scope: bool,
+    redacted: bool,
+    conflict: bool,
+    summary: bool,
+    day: u32,
+    supersede_next: bool,
+    restate_prev: bool,
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        prop::collection::vec(0..WORDS.len(), 3..12),
+        1usize..4,
+        0..KINDS.len(),
+        prop::collection::vec(0..NAMES.len(), 0..3),
+        prop::bool::weighted(0.2),
+        prop::bool::weighted(0.1),
+        prop::bool::weighted(0.1),
+        prop::bool::weighted(0.2),
+        1u32..28,
+        prop::bool::weighted(0.15),
+        prop::bool::weighted(0.15),
+    )
+        .prop_map(|(words, sentences, kind, names, other_scope, redacted, conflict, summary, day, sn, rp)| Spec {
+            words,
+            sentences,
+            kind,
+            names,
+            other_scope,
+            redacted,
+            conflict,
+            summary,
+            day,
+            supersede_next: sn,
+            restate_prev: rp,
+        })
+}
+
+fn content(s: &Spec) -> String {
+    let words: Vec<&str> = s.words.iter().map(|&w| WORDS[w]).collect();
+    let per = words.len().div_ceil(s.sentences);
+    words.chunks(per.max(1)).map(|c| format!("{}.", c.join(" "))).collect::<Vec<_>>().join(" ")
+}
+
+/// A seeded store; returns (connection, ids that must never surface in scope "default").
+fn store(specs: &[Spec]) -> (Connection, HashSet<String>) {
+    let conn = common::open();
+    let mut hidden = HashSet::new();
+    let mut prev: Option<String> = None;
+    let mut ids: Vec<String> = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        let mut text = content(s);
+        if s.restate_prev {
+            if let Some(p) = &prev {
+                text = format!("Note: {p}");
+            }
+        }
+        let names: Vec<&str> = s.names.iter().map(|&n| NAMES[n]).collect();
+        let mut m = Mem::new(&text)
+            .kind(KINDS[s.kind])
+            .entities(&names)
+            .occurred_at(&format!("2026-05-{:02}T10:00:00Z", s.day))
+            .id(&format!("mem_{i:012x}"));
+        if s.other_scope {
+            m = m.scope("other");
+        }
+        if s.redacted {
+            m = m.redacted();
+        }
+        if s.summary {
+            m = m.summary(&text.chars().take(20).collect::<String>());
+        }
+        m.conflict = i64::from(s.conflict);
+        let id = insert_memory(&conn, &m);
+        if s.other_scope || s.redacted {
+            hidden.insert(id.clone());
+        }
+        prev = Some(text);
+        ids.push(id);
+    }
+    // Supersession: row i replaced by row i+1.
+    for (i, s) in specs.iter().enumerate() {
+        if s.supersede_next && i + 1 < ids.len() {
+            conn.execute(
+                "UPDATE cmp_memories SET superseded_by = ?1, superseded_at = '2026-05-20T00:00:00Z' WHERE id = ?2",
+                [&ids[i + 1], &ids[i]],
+            )
+            .unwrap();
+            hidden.insert(ids[i].clone());
+        }
+    }
+    (conn, hidden)
+}
+
+fn task() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            (0..WORDS.len()).prop_map(|w| WORDS[w].to_string()),
+            (0..NAMES.len()).prop_map(|n| NAMES[n].to_string()),
+            Just("plan".to_string()),
+            Just("\"NEAR(".to_string())
+        ],
+        0..4,
+    )
+    .prop_map(|v| v.join(" "))
+}
+
+fn context(
+    conn: &Connection,
+    task: &str,
+    model: Option<&str>,
+    budget: i64,
+    session: Option<&str>,
+    opts: &Value,
+) -> Value {
+    let text: String = conn
+        .query_row(
+            "SELECT cmp_context(?1, ?2, ?3, ?4, ?5)",
+            rusqlite::params![task, model, budget, session, opts.to_string()],
+            |r| r.get(0),
+        )
+        .unwrap_or_else(|e| panic!("cmp_context({task:?}, {model:?}, {budget}): {e}"));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn refs(env: &Value) -> Vec<String> {
+    env["items"].as_array().unwrap().iter().map(|i| i["ref"].as_str().unwrap().to_string()).collect()
+}
+
+fn tokens(conn: &Connection, text: &str, model: Option<&str>) -> i64 {
+    conn.query_row("SELECT cmp_tokens(?1, ?2)", rusqlite::params![text, model], |r| r.get(0)).unwrap()
+}
+
+/// Case count: `PROPTEST_CASES` when set (long runs), else the default given.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+const MODELS: [Option<&str>; 4] = [None, Some("claude"), Some("gpt-4o"), Some("cursor")];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(40), ..ProptestConfig::default() })]
+
+    #[test]
+    fn pack_invariants(specs in prop::collection::vec(spec(), 1..40), task in task(), b1 in 0i64..13_000, extra in 0i64..8_000, m in 0usize..4) {
+        let (conn, hidden) = store(&specs);
+        let model = MODELS[m];
+        let opts = json!({"now": NOW});
+        let small = context(&conn, &task, model, b1, None, &opts);
+        let large = context(&conn, &task, model, b1 + extra, None, &opts);
+        for env in [&small, &large] {
+            // Budget bound, exactly accounted.
+            let used = env["budget"]["used"].as_i64().unwrap();
+            prop_assert!(used <= env["budget"]["tokens"].as_i64().unwrap());
+            let sum: i64 = env["items"].as_array().unwrap().iter()
+                .map(|i| tokens(&conn, i["content"].as_str().unwrap(), model) + 12).sum();
+            prop_assert_eq!(used, sum);
+            // Global dedup; folded refs are not items.
+            let r = refs(env);
+            let set: HashSet<&String> = r.iter().collect();
+            prop_assert_eq!(set.len(), r.len());
+            for it in env["items"].as_array().unwrap() {
+                if let Some(f) = it["why"].get("folded_refs") {
+                    for x in f.as_array().unwrap() {
+                        prop_assert!(!set.contains(&x.as_str().unwrap().to_string()));
+                        prop_assert!(!hidden.contains(x.as_str().unwrap()));
+                    }
+                }
+            }
+            // Redacted-never, superseded-never, scope isolation.
+            for x in &r {
+                prop_assert!(!hidden.contains(x), "{} surfaced", x);
+            }
+            prop_assert_eq!(&env["legend"], &small["legend"]);
+        }
+        // Budget monotonicity: every ref packed at the smaller budget is packed at the larger.
+        let big: HashSet<String> = refs(&large).into_iter().collect();
+        for x in refs(&small) {
+            prop_assert!(big.contains(&x), "{} lost at a larger budget", x);
+        }
+        // Determinism.
+        let again = context(&conn, &task, model, b1, None, &opts);
+        prop_assert_eq!(again, small);
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Turn { task: String, budget: i64, model: usize, delta: bool },
+    Insert(Spec),
+    Supersede(usize),
+    Redact(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (task(), 300i64..4000, 0usize..4, any::<bool>()).prop_map(|(task, budget, model, delta)| Op::Turn { task, budget, model, delta }),
+        1 => spec().prop_map(Op::Insert),
+        1 => (0usize..64).prop_map(Op::Supersede),
+        1 => (0usize..64).prop_map(Op::Redact),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(32), ..ProptestConfig::default() })]
+
+    #[test]
+    fn session_invariants(specs in prop::collection::vec(spec(), 1..25), ops in prop::collection::vec(op(), 1..16)) {
+        let (conn, mut hidden) = store(&specs);
+        let mut mirror: BTreeSet<String> = BTreeSet::new();
+        let mut last_served: BTreeMap<String, i64> = BTreeMap::new();
+        let mut cursor = 0i64;
+        let mut turn = 0i64;
+        let mut next_id = specs.len();
+        for op in ops {
+            match op {
+                Op::Insert(s) => {
+                    let m = Mem::new(&content(&s)).kind(KINDS[s.kind]).id(&format!("mem_{next_id:012x}"))
+                        .occurred_at(&format!("2026-05-{:02}T11:00:00Z", s.day));
+                    next_id += 1;
+                    insert_memory(&conn, &m);
+                }
+                Op::Supersede(i) => {
+                    let old = format!("mem_{:012x}", i % next_id);
+                    let new = format!("mem_{next_id:012x}");
+                    next_id += 1;
+                    insert_memory(&conn, &Mem::new("replacement atlas launch decision").kind("decision").id(&new));
+                    conn.execute("UPDATE cmp_memories SET superseded_by = ?1, superseded_at = '2026-05-25T00:00:00Z' WHERE id = ?2", [&new, &old]).unwrap();
+                    hidden.insert(old);
+                }
+                Op::Redact(i) => {
+                    let id = format!("mem_{:012x}", i % next_id);
+                    conn.execute("UPDATE cmp_memories SET redacted = 1 WHERE id = ?1", [&id]).unwrap();
+                    hidden.insert(id);
+                }
+                Op::Turn { task, budget, model, delta } => {
+                    turn += 1;
+                    let opts = if delta { json!({"now": NOW, "send": "delta"}) } else { json!({"now": NOW}) };
+                    let env = context(&conn, &task, MODELS[model], budget, Some("s"), &opts);
+                    let full = context(&conn, &task, MODELS[model], budget, None, &json!({"now": NOW}));
+                    let pack: Vec<String> = refs(&full);
+                    let pack_set: HashSet<&String> = pack.iter().collect();
+                    let wm = &env["working_memory"];
+                    let c: i64 = wm["cursor"].as_str().unwrap().parse().unwrap();
+                    prop_assert!(c > cursor, "cursor {} after {}", c, cursor);
+                    cursor = c;
+                    let new: Vec<String> = wm["new"].as_array().unwrap().iter().map(|n| n["ref"].as_str().unwrap().to_string()).collect();
+                    let evicted: Vec<String> = wm["evicted"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().to_string()).collect();
+                    let superseded: Vec<String> = wm["superseded"].as_array().unwrap().iter().map(|n| n["ref"].as_str().unwrap().to_string()).collect();
+                    for n in &new {
+                        // No leak: new refs are served in this pack and readable; no resend.
+                        prop_assert!(pack_set.contains(n), "{} new but not packed", n);
+                        prop_assert!(!hidden.contains(n), "{} hidden but announced", n);
+                        prop_assert!(!mirror.contains(n), "{} re-sent", n);
+                    }
+                    for e in evicted.iter().chain(superseded.iter()) {
+                        // Only refs the session already held are ever named again.
+                        prop_assert!(mirror.contains(e), "{} evicted/superseded but never held", e);
+                    }
+                    for e in &evicted {
+                        // Eviction soundness: absent from the pack, and cold or unreadable.
+                        prop_assert!(!pack_set.contains(e));
+                        let cold = turn - last_served.get(e).copied().unwrap_or(turn) >= 4;
+                        prop_assert!(cold || hidden.contains(e), "{} evicted while warm", e);
+                    }
+                    // send: delta carries exactly the new memories.
+                    if delta {
+                        prop_assert_eq!(refs(&env), new.clone());
+                    } else {
+                        prop_assert_eq!(refs(&env), pack.clone());
+                    }
+                    for x in evicted.iter().chain(superseded.iter()) {
+                        mirror.remove(x);
+                    }
+                    for n in &new {
+                        mirror.insert(n.clone());
+                    }
+                    for p in &pack {
+                        if mirror.contains(p) {
+                            last_served.insert(p.clone(), turn);
+                        }
+                    }
+                    let state: Value = serde_json::from_str(&conn.query_row("SELECT cmp_session('s')", [], |r| r.get::<_, String>(0)).unwrap()).unwrap();
+                    let known: BTreeSet<String> = state["known"].as_object().unwrap().keys().cloned().collect();
+                    prop_assert_eq!(&known, &mirror, "mirror diverged at turn {}", turn);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mql_narrowing_and_paging(specs in prop::collection::vec(spec(), 1..40), task in task(), ask in any::<bool>(),
+        min_rel in prop::option::of(0.0f64..1.0), min_trust in prop::option::of(0.0f64..1.0),
+        kinds in prop::option::of(prop::collection::btree_set(0..KINDS.len(), 1..4)),
+        ent in prop::option::of(0..NAMES.len()), valid_only in any::<bool>(), k in 1i64..6) {
+        let (conn, hidden) = store(&specs);
+        let text = if task.trim().is_empty() { "atlas".to_string() } else { task };
+        let mode = if ask { "ask" } else { "find" };
+        let q = |extra: Value| -> Value {
+            let mut o = json!({mode: text, "now": NOW, "k": 50, "valid_only": false});
+            for (k, v) in extra.as_object().unwrap() { o[k] = v.clone(); }
+            let out: String = conn.query_row("SELECT cmp_query(?1)", [o.to_string()], |r| r.get(0)).unwrap();
+            serde_json::from_str(&out).unwrap()
+        };
+        let ids = |v: &Value| -> Vec<String> { v["items"].as_array().unwrap().iter().map(|i| i["ref"].as_str().unwrap().to_string()).collect() };
+        let base = q(json!({}));
+        let mut filters = json!({"valid_only": valid_only});
+        if let Some(x) = min_rel { filters["min_relevance"] = json!(x); }
+        if let Some(x) = min_trust { filters["min_trust"] = json!(x); }
+        if let Some(ks) = &kinds { filters["layers"] = json!(ks.iter().map(|&i| KINDS[i]).collect::<Vec<_>>()); }
+        if let Some(e) = ent { filters["entities"] = json!([NAMES[e]]); }
+        let narrowed = q(filters.clone());
+        let base_ids: HashSet<String> = ids(&base).into_iter().collect();
+        for x in ids(&narrowed) {
+            prop_assert!(base_ids.contains(&x), "{} appeared only after narrowing", x);
+        }
+        for x in ids(&base) {
+            let sup = hidden.contains(&x);
+            // valid_only false may show superseded rows of this scope, never redacted or foreign ones.
+            let row: (String, i64) = conn.query_row("SELECT scope, redacted FROM cmp_memories WHERE id = ?1", [&x], |r| Ok((r.get(0)?, r.get(1)?))).unwrap_or(("default".into(), 0));
+            prop_assert!(row.0 == "default" && row.1 == 0, "{} leaked (superseded: {})", x, sup);
+        }
+        // Paging partitions the narrowed result.
+        let mut paged: Vec<String> = Vec::new();
+        let mut page = { let mut f = filters.clone(); f["k"] = json!(k); q(f) };
+        loop {
+            paged.extend(ids(&page));
+            match page["cursor"].as_str() {
+                Some(c) => {
+                    let out: String = conn.query_row("SELECT cmp_expand(?1, 'more')", [c], |r| r.get(0)).unwrap();
+                    page = serde_json::from_str(&out).unwrap();
+                }
+                None => break,
+            }
+        }
+        prop_assert_eq!(paged, ids(&narrowed));
+    }
+}
