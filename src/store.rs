@@ -228,23 +228,34 @@ pub fn load_session(conn: &Connection, session_id: &str, scope: &str) -> rusqlit
     .optional()
 }
 
-/// Stores a session's state.
+/// Stores a session's state if nobody advanced it since it was read (compare-and-swap on the
+/// cursor; `expected` None = the session did not exist). Returns false when another turn won the race.
+/// This keeps turns atomic even in autocommit mode, where each statement of a function call runs in
+/// its own transaction.
+#[allow(clippy::too_many_arguments)]
 pub fn save_session(
     conn: &Connection,
     session_id: &str,
     scope: &str,
+    expected: Option<i64>,
     turn: i64,
     cursor: i64,
     state: &str,
     at: &str,
-) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT INTO cmp_sessions(session_id, scope, turn, cursor, state, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT(session_id, scope) DO UPDATE SET turn = excluded.turn, cursor = excluded.cursor,
-           state = excluded.state, updated_at = excluded.updated_at",
-        params![session_id, scope, turn, cursor, state, at],
-    )
-    .map(|_| ())
+) -> rusqlite::Result<bool> {
+    let n = match expected {
+        None => conn.execute(
+            "INSERT INTO cmp_sessions(session_id, scope, turn, cursor, state, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT(session_id, scope) DO NOTHING",
+            params![session_id, scope, turn, cursor, state, at],
+        )?,
+        Some(old) => conn.execute(
+            "UPDATE cmp_sessions SET turn = ?3, cursor = ?4, state = ?5, updated_at = ?6
+             WHERE session_id = ?1 AND scope = ?2 AND cursor = ?7",
+            params![session_id, scope, turn, cursor, state, at, old],
+        )?,
+    };
+    Ok(n == 1)
 }
 
 /// Forgets a session in one scope; returns whether it existed.

@@ -67,23 +67,34 @@ fn follow_ups(built: &Built, cursor: Option<&str>) -> Vec<Value> {
     v
 }
 
-/// Runs a session turn: loads the state, computes the delta, stores the new state.
+/// Attempts before a session turn gives up on concurrent writers.
+pub const SESSION_RETRIES: usize = 64;
+
+/// Runs a session turn: loads the state, computes the delta, stores the new state atomically.
 fn session_turn(conn: &Connection, func: &str, sid: &str, built: &Built, o: &Options) -> Result<session::Delta> {
     let sql_err = |e| CmpError::sql(func, e);
-    let state: State = match store::load_session(conn, sid, &o.scope).map_err(sql_err)? {
-        Some(s) => serde_json::from_str(&s).map_err(|e| {
-            CmpError::new(func, format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
-        })?,
-        None => State::default(),
-    };
-    let known: Vec<String> = state.known.keys().cloned().collect();
-    let status = store::ref_status(conn, &known, &o.scope, time::julian(o.horizon())).map_err(sql_err)?;
     let pack: Vec<(String, Option<f64>)> =
         built.pack.items.iter().map(|p| (p.item.r#ref.clone(), p.item.relevance)).collect();
-    let (next, delta) = session::advance(&state, &pack, built.pack.used, &built.terms, &status);
-    let text = serde_json::to_string(&next).map_err(|e| CmpError::new(func, e))?;
-    store::save_session(conn, sid, &o.scope, next.turn, next.cursor, &text, &time::format(o.now)).map_err(sql_err)?;
-    Ok(delta)
+    for _ in 0..SESSION_RETRIES {
+        let stored = store::load_session(conn, sid, &o.scope).map_err(sql_err)?;
+        let state: State = match &stored {
+            Some(s) => serde_json::from_str(s).map_err(|e| {
+                CmpError::new(func, format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
+            })?,
+            None => State::default(),
+        };
+        let known: Vec<String> = state.known.keys().cloned().collect();
+        let status = store::ref_status(conn, &known, &o.scope, time::julian(o.horizon())).map_err(sql_err)?;
+        let (next, delta) = session::advance(&state, &pack, built.pack.used, &built.terms, &status);
+        let text = serde_json::to_string(&next).map_err(|e| CmpError::new(func, e))?;
+        let expected = stored.as_ref().map(|_| state.cursor);
+        if store::save_session(conn, sid, &o.scope, expected, next.turn, next.cursor, &text, &time::format(o.now))
+            .map_err(sql_err)?
+        {
+            return Ok(delta);
+        }
+    }
+    fail(func, format!("session {sid:?} is busy: concurrent turns kept winning; retry"))
 }
 
 /// Renders a built pack in the requested format, running the session turn and the pin if asked.
