@@ -169,6 +169,11 @@ pub fn memory_by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<(Mem
     .optional()
 }
 
+/// True when a row with this id exists (any scope, any state).
+pub fn exists(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
+    conn.query_row("SELECT EXISTS (SELECT 1 FROM cmp_memories WHERE id = ?1)", [id], |r| r.get(0))
+}
+
 /// The head of a superseded_by chain starting at `id` (at most 16 hops, cycles guarded), if live
 /// and visible in `scope`.
 pub fn live_head(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<Option<String>> {
@@ -279,6 +284,7 @@ pub fn ref_status(
         let mut st = conn.prepare_cached(
             "SELECT m.id, m.scope, coalesce(m.redacted, 0), m.superseded_by,
                     m.superseded_by IS NOT NULL AND NOT coalesce(julianday(m.superseded_at) > ?3, 0)
+                      AND EXISTS (SELECT 1 FROM cmp_memories AS s WHERE s.id = m.superseded_by)
              FROM cmp_memories AS m WHERE m.id IN (SELECT value FROM json_each(?1))",
         )?;
         let mut rows = st.query(params![ids, scope, h])?;

@@ -37,13 +37,17 @@ fn base_rows(conn: &Connection, func: &str, m: &Mql) -> Result<Vec<Row>> {
             q.include_superseded = true;
             q.recency_limit = 0;
             let r = retrieve::retrieve(conn, func, &q)?;
-            Ok(r.candidates
-                .into_iter()
-                .map(|c| {
-                    let sup = retrieve::superseded_at(&c.mem, m.horizon());
-                    row(&whole(context::item_from_candidate(c, m.now)), sup)
-                })
-                .collect())
+            let mut rows = Vec::with_capacity(r.candidates.len());
+            for c in r.candidates {
+                // A dangling superseded_by does not make a row superseded (as in retrieval).
+                let sup = retrieve::superseded_at(&c.mem, m.horizon())
+                    && match &c.mem.superseded_by {
+                        Some(s) => crate::store::exists(conn, s).map_err(|e| CmpError::sql(func, e))?,
+                        None => false,
+                    };
+                rows.push(row(&whole(context::item_from_candidate(c, m.now)), sup));
+            }
+            Ok(rows)
         }
         Mode::Ask => {
             let o =

@@ -19,8 +19,10 @@ use std::collections::{HashMap, HashSet};
 
 /// SQL condition (table alias `m`, parameters `:scope`, `:h` = horizon as a Julian day) for a row
 /// that may be read: in scope, not redacted, not superseded at the horizon.
+/// A `superseded_by` that names no row (a dangling id) does not hide the row.
 pub const ELIGIBLE: &str = "m.scope = :scope AND (m.redacted = 0 OR m.redacted IS NULL) \
-     AND (m.superseded_by IS NULL OR coalesce(julianday(m.superseded_at) > :h, 0))";
+     AND (m.superseded_by IS NULL OR coalesce(julianday(m.superseded_at) > :h, 0) \
+          OR NOT EXISTS (SELECT 1 FROM cmp_memories AS s WHERE s.id = m.superseded_by))";
 /// [`ELIGIBLE`] without the supersession test (MQL with `valid_only: false` narrows afterwards). It
 /// names `:h` too, so both conditions bind the same parameters.
 pub const ELIGIBLE_ANY_VERSION: &str = "m.scope = :scope AND (m.redacted = 0 OR m.redacted IS NULL) AND :h IS NOT NULL";
