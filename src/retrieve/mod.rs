@@ -126,6 +126,11 @@ pub struct Retrieval {
 struct Pool {
     mems: Vec<Memory>,
     by_rid: HashMap<i64, usize>,
+    /// (stem, word) pairs of each memory's content, computed once per call.
+    analysed: Vec<Option<Vec<(String, String)>>>,
+    /// Hashing-embedder cosine to the task, computed once per call.
+    cos: Vec<Option<f32>>,
+    stems: HashMap<String, String>,
 }
 
 impl Pool {
@@ -135,7 +140,30 @@ impl Pool {
         }
         self.by_rid.insert(m.rid, self.mems.len());
         self.mems.push(m);
+        self.analysed.push(None);
+        self.cos.push(None);
         self.mems.len() - 1
+    }
+
+    fn analysed(&mut self, i: usize) -> &[(String, String)] {
+        if self.analysed[i].is_none() {
+            let mut v = Vec::new();
+            for w in text::words(&self.mems[i].content) {
+                let st = self.stems.entry(w.clone()).or_insert_with(|| text::stem(&w)).clone();
+                v.push((st, w));
+            }
+            self.analysed[i] = Some(v);
+        }
+        self.analysed[i].as_deref().unwrap_or(&[])
+    }
+
+    fn cosine(&mut self, i: usize, task: &[f32]) -> f32 {
+        if let Some(c) = self.cos[i] {
+            return c;
+        }
+        let c = vector::cosine(task, &vector::embed_analysed(self.analysed(i)));
+        self.cos[i] = Some(c);
+        c
     }
 }
 
@@ -161,7 +189,8 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
         t
     };
-    let mut pool = Pool { mems: Vec::new(), by_rid: HashMap::new() };
+    let mut pool =
+        Pool { mems: Vec::new(), by_rid: HashMap::new(), analysed: Vec::new(), cos: Vec::new(), stems: HashMap::new() };
     let mut out = Retrieval { terms: terms.clone(), ..Default::default() };
 
     // fts
@@ -188,8 +217,8 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         // (hashing embedder), then newest. A bare link says little; the text says which link matters.
         let mut scored: Vec<(i64, f32, usize)> = Vec::with_capacity(rows.len());
         for (m, hits) in rows {
-            let cos = vector::cosine(&task_vec, &vector::hash_embed(&m.content));
-            scored.push((hits, cos, pool.add(m)));
+            let i = pool.add(m);
+            scored.push((hits, pool.cosine(i, &task_vec), i));
         }
         scored.sort_by(|a, b| {
             b.0.cmp(&a.0)
@@ -227,13 +256,8 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
             }
         }
     } else if !pool.mems.is_empty() {
-        let mut scored: Vec<(f32, usize)> = pool
-            .mems
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (vector::cosine(&task_vec, &vector::hash_embed(&m.content)), i))
-            .filter(|s| s.0 > 0.0)
-            .collect();
+        let mut scored: Vec<(f32, usize)> =
+            (0..pool.mems.len()).map(|i| (pool.cosine(i, &task_vec), i)).filter(|s| s.0 > 0.0).collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| pool.mems[a.1].id.cmp(&pool.mems[b.1].id)));
         vector_rank.extend(scored.into_iter().map(|s| s.1));
     }
@@ -263,6 +287,24 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     let in_vector: HashSet<usize> = vector_rank.iter().copied().collect();
     let mut seen = HashSet::new();
     let term_set: HashSet<&str> = terms.iter().map(String::as_str).collect();
+    // matched_terms: the stemmed task terms present in each memory.
+    let matched_of: Vec<Vec<String>> = (0..pool.mems.len())
+        .map(|i| {
+            if term_set.is_empty() {
+                return Vec::new();
+            }
+            let mut m: Vec<String> = pool
+                .analysed(i)
+                .iter()
+                .filter(|(st, _)| term_set.contains(st.as_str()))
+                .map(|(st, _)| st.clone())
+                .collect();
+            m.sort();
+            m.dedup();
+            m
+        })
+        .collect();
+    let mut matched_of: Vec<Option<Vec<String>>> = matched_of.into_iter().map(Some).collect();
     let mut mems: Vec<Option<Memory>> = pool.mems.into_iter().map(Some).collect();
     let mut make = |i: usize, relevance: Option<f64>, basis: Option<&'static str>, rank: Option<usize>| {
         let mem = mems[i].take()?;
@@ -275,16 +317,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         if recent.contains(&i) {
             retrievers.push("recency");
         }
-        let mut matched: Vec<String> = Vec::new();
-        if !term_set.is_empty() {
-            for w in text::words(&mem.content) {
-                let s = text::stem(&w);
-                if term_set.contains(s.as_str()) && !matched.contains(&s) {
-                    matched.push(s);
-                }
-            }
-            matched.sort();
-        }
+        let matched = matched_of[i].take().unwrap_or_default();
         let entity_only = in_entity.contains(&i) && !in_fts.contains(&i) && !(user_vector && in_vector.contains(&i));
         Some(Candidate { mem, relevance, basis, retrievers, matched_terms: matched, fused_rank: rank, entity_only })
     };

@@ -15,6 +15,12 @@ const TRIGRAM_WEIGHT: f32 = 0.25;
 
 /// The hashing embedding of a text: L2-normalised, all zeros for a text without words.
 pub fn hash_embed(s: &str) -> Vec<f32> {
+    let analysed: Vec<(String, String)> = text::words(s).into_iter().map(|w| (text::stem(&w), w)).collect();
+    embed_analysed(&analysed)
+}
+
+/// The hashing embedding of already analysed (stem, word) pairs.
+pub fn embed_analysed(words: &[(String, String)]) -> Vec<f32> {
     let mut v = vec![0f32; HASH_DIMS];
     let mut add = |feature: &[u8], w: f32| {
         let h = text::fnv1a(feature);
@@ -22,16 +28,17 @@ pub fn hash_embed(s: &str) -> Vec<f32> {
         let sign = if (h >> 63) == 0 { 1.0 } else { -1.0 };
         v[idx] += sign * w;
     };
-    for w in text::words(s) {
-        if text::is_stopword(&w) {
+    let mut tri = String::new();
+    for (st, w) in words {
+        if text::is_stopword(w) {
             continue;
         }
-        let st = text::stem(&w);
         add(st.as_bytes(), 1.0);
-        let padded: Vec<char> = format!(" {w} ").chars().collect();
-        for tri in padded.windows(3) {
-            let t: String = tri.iter().collect();
-            add(t.as_bytes(), TRIGRAM_WEIGHT);
+        let padded: Vec<char> = std::iter::once(' ').chain(w.chars()).chain(std::iter::once(' ')).collect();
+        for t in padded.windows(3) {
+            tri.clear();
+            tri.extend(t);
+            add(tri.as_bytes(), TRIGRAM_WEIGHT);
         }
     }
     normalise(&mut v);
