@@ -1,0 +1,112 @@
+-- Seed memories for the demo: a product team shipping "Atlas". Plain INSERTs, so any connection
+-- can load them after `SELECT cmp_init();` (examples/demo.rs includes this file; sql/demo.sql can
+-- `.read` it). Ids are fixed so output is reproducible; every row is captured before 2026-06-01, the
+-- `now` the demo reads at.
+--
+-- What it exercises: one decision superseded by another (mem_000000000001 → mem_000000000002),
+-- negative-kind rules (constraints), two restatements of one fact (mem_000000000007,
+-- mem_000000000008), episodic items with occurred_at, one redacted row (mem_000000000027), one row
+-- in another scope (mem_000000000028, scope 'personal') and open loops in cmp_tasks.
+
+INSERT INTO cmp_memories(id, kind, content, entities, occurred_at, captured_at, source_url, confidence, trust) VALUES
+  ('mem_000000000002', 'decision',
+   'Decision: the Atlas public launch moves to June 12 so the billing migration can finish first.',
+   '["Atlas"]', '2026-04-15T10:00:00Z', '2026-04-15T10:05:00Z', 'https://wiki.example/atlas/decisions#launch-date', NULL, 0.9),
+  ('mem_000000000003', 'negative',
+   'Never email customers on weekends; schedule Atlas announcements for Tuesday to Thursday.',
+   '["Atlas"]', NULL, '2026-03-02T09:00:00Z', NULL, NULL, 0.9),
+  ('mem_000000000004', 'semantic',
+   'Dana leads the Atlas launch and signs off on every external announcement.',
+   '["Atlas","Dana"]', NULL, '2026-03-03T09:00:00Z', NULL, NULL, 0.8),
+  ('mem_000000000005', 'semantic',
+   'Lee owns the Atlas billing migration.',
+   '["Atlas","Lee"]', NULL, '2026-03-05T09:00:00Z', NULL, NULL, 0.8),
+  ('mem_000000000006', 'semantic',
+   'Priya runs the Atlas beta program with 40 design partners.',
+   '["Atlas","Priya"]', NULL, '2026-03-06T09:00:00Z', NULL, NULL, 0.7),
+  ('mem_000000000007', 'semantic',
+   'Atlas pricing starts at $49 per seat per month.',
+   '["Atlas"]', NULL, '2026-03-20T09:00:00Z', 'https://wiki.example/atlas/pricing', 0.95, 0.5),
+  ('mem_000000000008', 'semantic',
+   'Atlas pricing: $49 per seat per month to start.',
+   '["Atlas"]', NULL, '2026-04-02T16:30:00Z', 'https://chat.example/c/launch/1841', NULL, 0.5),
+  ('mem_000000000009', 'preference',
+   'Dana prefers one-page launch briefs with the risks listed first.',
+   '["Dana"]', NULL, '2026-03-11T09:00:00Z', NULL, NULL, 0.6),
+  ('mem_000000000010', 'style',
+   'Customer-facing copy uses plain words, short sentences and no exclamation marks.',
+   NULL, NULL, '2026-03-12T09:00:00Z', NULL, NULL, 0.6),
+  ('mem_000000000011', 'procedural',
+   'To ship a release: tag it, run the smoke tests, then post the changelog in #launch.',
+   NULL, NULL, '2026-03-13T09:00:00Z', NULL, NULL, 0.7),
+  ('mem_000000000012', 'episodic',
+   'Launch review: legal approved the Atlas terms of service.',
+   '["Atlas"]', '2026-05-20T15:00:00Z', '2026-05-20T15:10:00Z', NULL, NULL, 0.5),
+  ('mem_000000000013', 'episodic',
+   'Lee reported the billing migration is 80% done; two invoices failed in staging.',
+   '["Lee"]', '2026-05-22T11:00:00Z', '2026-05-22T11:05:00Z', NULL, NULL, 0.5),
+  ('mem_000000000014', 'episodic',
+   'Priya''s beta survey: onboarding takes too long for teams larger than 20.',
+   '["Priya"]', '2026-05-26T14:00:00Z', '2026-05-26T14:20:00Z', NULL, NULL, 0.5),
+  ('mem_000000000015', 'episodic',
+   'Dana moved the launch rehearsal to June 9.',
+   '["Dana"]', '2026-05-29T08:30:00Z', '2026-05-29T08:35:00Z', NULL, NULL, 0.5),
+  ('mem_000000000016', 'decision',
+   'Decision: Atlas launches in English only; German and Japanese follow in Q3.',
+   '["Atlas"]', '2026-04-20T10:00:00Z', '2026-04-20T10:02:00Z', NULL, NULL, 0.8),
+  ('mem_000000000017', 'semantic',
+   'The Atlas status page lives at status.atlas.example.',
+   '["Atlas"]', NULL, '2026-03-25T09:00:00Z', NULL, NULL, 0.5),
+  ('mem_000000000018', 'negative',
+   'Do not promise a launch date to the press before Dana approves it.',
+   '["Dana"]', NULL, '2026-04-16T09:00:00Z', NULL, NULL, 0.8),
+  ('mem_000000000019', 'semantic',
+   'Support hours for Atlas are 8:00 to 18:00 CET, Monday to Friday.',
+   '["Atlas"]', NULL, '2026-04-01T09:00:00Z', NULL, NULL, 0.5),
+  ('mem_000000000020', 'preference',
+   'Lee wants bug reports as GitHub issues, not chat messages.',
+   '["Lee"]', NULL, '2026-03-18T09:00:00Z', NULL, NULL, 0.6),
+  ('mem_000000000021', 'episodic',
+   'Priya and Dana agreed to cap the beta at 50 teams.',
+   '["Priya","Dana"]', '2026-05-15T13:00:00Z', '2026-05-15T13:30:00Z', NULL, NULL, 0.5),
+  ('mem_000000000022', 'semantic',
+   'Priya''s team is in Lisbon; Lee works from Toronto.',
+   '["Priya","Lee"]', NULL, '2026-03-21T09:00:00Z', NULL, NULL, 0.5),
+  ('mem_000000000023', 'procedural',
+   'Rollback plan: turn the atlas_enabled flag off and restore the last billing snapshot.',
+   '["Atlas"]', NULL, '2026-04-28T09:00:00Z', NULL, NULL, 0.8),
+  ('mem_000000000024', 'episodic',
+   'The load test handled three times the expected launch traffic.',
+   '["Atlas"]', '2026-05-30T17:00:00Z', '2026-05-30T17:05:00Z', NULL, NULL, 0.5),
+  ('mem_000000000025', 'semantic',
+   'Competitor Nimbus launched a free tier in April.',
+   '["Nimbus"]', '2026-04-10T00:00:00Z', '2026-04-11T09:00:00Z', 'https://news.example/nimbus-free-tier', NULL, 0.4),
+  ('mem_000000000026', 'decision',
+   'Decision: launch-week on-call is Lee, then Priya, then Dana.',
+   '["Lee","Priya","Dana"]', '2026-05-18T10:00:00Z', '2026-05-18T10:01:00Z', NULL, NULL, 0.8),
+  ('mem_000000000029', 'semantic',
+   'Atlas uptime over the beta was 99.95%.',
+   '["Atlas"]', '2026-05-31T00:00:00Z', '2026-05-31T06:00:00Z', 'https://status.atlas.example/history', 0.9, 0.5),
+  ('mem_000000000030', 'episodic',
+   'Marketing finished the launch video; it runs 90 seconds.',
+   NULL, '2026-05-31T16:00:00Z', '2026-05-31T16:10:00Z', NULL, NULL, 0.5);
+
+-- The decision mem_000000000002 replaced: visible only when reading as_of a time before 2026-04-15.
+INSERT INTO cmp_memories(id, kind, content, entities, occurred_at, captured_at, superseded_by, superseded_at, trust) VALUES
+  ('mem_000000000001', 'decision',
+   'Decision: the Atlas public launch is on May 28.',
+   '["Atlas"]', '2026-03-10T10:00:00Z', '2026-03-10T10:05:00Z', 'mem_000000000002', '2026-04-15T10:05:00Z', 0.9);
+
+-- Redacted: in no index, never returned.
+INSERT INTO cmp_memories(id, kind, content, entities, captured_at, redacted) VALUES
+  ('mem_000000000027', 'semantic', 'Dana''s home phone number is 555-0142.', '["Dana"]', '2026-03-04T09:00:00Z', 1);
+
+-- Another owner's namespace: only reads with scope 'personal' see it.
+INSERT INTO cmp_memories(id, kind, content, entities, captured_at, scope) VALUES
+  ('mem_000000000028', 'procedural', 'Book a dentist appointment before the Atlas launch.', '["Atlas"]', '2026-05-02T09:00:00Z', 'personal');
+
+-- Open loops.
+INSERT INTO cmp_tasks(id, title, status, due_at, entities) VALUES
+  ('task_000000000001', 'Draft the Atlas launch email for Dana to approve', 'open', '2026-06-08T17:00:00Z', '["Atlas","Dana"]'),
+  ('task_000000000002', 'Fix the two failed staging invoices', 'open', '2026-06-05T17:00:00Z', '["Lee"]'),
+  ('task_000000000003', 'Confirm the launch-week on-call rota', 'done', NULL, NULL);

@@ -1,0 +1,435 @@
+//! The store: schema, triggers and migrations. Every write path keeps the FTS5 index and the entity
+//! tables in step with `cmp_memories`, whether the writer loaded cmp or is plain SQLite; ids are
+//! generated; `cmp_init()` is idempotent, upgrades a version-1 file in place and refuses a newer one.
+
+mod common;
+
+use common::*;
+use rusqlite::{params, Connection};
+
+/// True when cmp_search(task) returns `id` with `retriever` among its `why.retrievers`.
+fn found_by(r: &Connection, task: &str, id: &str, retriever: &str) -> bool {
+    search(r, task).iter().any(|h| h.r#ref == id && h.retrievers().iter().any(|x| x == retriever))
+}
+
+/// True when cmp_search(task, scope) returns `id` at all.
+fn returned(r: &Connection, task: &str, scope: &str, id: &str) -> bool {
+    search_with(r, task, &scope_opts(scope)).iter().any(|h| h.r#ref == id)
+}
+
+/// Every write path, made on `w`, checked on `w` (plain SQL) and on the registered `r`.
+fn write_paths(w: &Connection, r: &Connection) {
+    let check = || {
+        assert_consistent(w);
+        assert_consistent(r);
+    };
+
+    // INSERT: indexed, linked, retrievable by a word and by an entity that no word names.
+    let a = insert_memory(w, &Mem::new("The Atlas launch moved to Friday").entities(&["Atlas", "Priya"]));
+    let b = insert_memory(w, &Mem::new("Dana owns the pricing page").entities(&["dana", " Atlas "]));
+    check();
+    assert_eq!(fts_rows(r), 2);
+    assert_eq!(linked_entities(r, &a), ["atlas", "priya"]);
+    assert_eq!(linked_entities(r, &b), ["atlas", "dana"]);
+    assert!(fts_finds(r, "friday", &a));
+    assert!(found_by(r, "when is friday", &a, "fts"));
+    assert!(found_by(r, "ask priya", &a, "entity"));
+    assert!(!found_by(r, "ask priya", &a, "fts"));
+
+    // UPDATE content: the old words leave the index, the new ones enter it.
+    w.execute("UPDATE cmp_memories SET content = 'The Atlas launch moved to Monday' WHERE id = ?1", [&a]).unwrap();
+    check();
+    assert!(!fts_finds(r, "friday", &a));
+    assert!(fts_finds(r, "monday", &a));
+    assert!(!found_by(r, "friday", &a, "fts"));
+    assert!(found_by(r, "monday", &a, "fts"));
+
+    // UPDATE entities: links follow; an entity nobody names any more disappears.
+    w.execute("UPDATE cmp_memories SET entities = '[\"Atlas\",\"Lee\"]' WHERE id = ?1", [&a]).unwrap();
+    check();
+    assert_eq!(linked_entities(r, &a), ["atlas", "lee"]);
+    let priya: i64 = r.query_row("SELECT count(*) FROM cmp_entities WHERE norm = 'priya'", [], |x| x.get(0)).unwrap();
+    assert_eq!(priya, 0, "an entity no memory names is removed");
+    assert!(!found_by(r, "ask priya", &a, "entity"));
+    assert!(found_by(r, "ask lee", &a, "entity"));
+
+    // Malformed or non-array entities link nothing, and do not fail the write.
+    for raw in ["not json", "{\"a\":1}", "[1, null, \"\"]", "\"Atlas\""] {
+        w.execute("UPDATE cmp_memories SET entities = ?1 WHERE id = ?2", params![raw, a]).unwrap();
+        check();
+        assert!(linked_entities(r, &a).is_empty(), "{raw}");
+    }
+    w.execute("UPDATE cmp_memories SET entities = NULL WHERE id = ?1", [&a]).unwrap();
+    check();
+    w.execute("UPDATE cmp_memories SET entities = '[\"Atlas\",\"Lee\"]' WHERE id = ?1", [&a]).unwrap();
+    check();
+
+    // UPDATE kind: visible in results; indexes untouched.
+    w.execute("UPDATE cmp_memories SET kind = 'decision' WHERE id = ?1", [&a]).unwrap();
+    check();
+    let hit = search(r, "monday").into_iter().find(|h| h.r#ref == a).expect("a is found");
+    assert_eq!(hit.kind, "decision");
+
+    // UPDATE scope: the row moves to the other scope's reads.
+    w.execute("UPDATE cmp_memories SET scope = 'work' WHERE id = ?1", [&a]).unwrap();
+    check();
+    assert!(!returned(r, "monday atlas", "default", &a));
+    assert!(returned(r, "monday atlas", "work", &a));
+    w.execute("UPDATE cmp_memories SET scope = 'default' WHERE id = ?1", [&a]).unwrap();
+    check();
+
+    // Redact: out of the FTS index and the entity tables, never returned, whatever the task.
+    w.execute("UPDATE cmp_memories SET redacted = 1 WHERE id = ?1", [&a]).unwrap();
+    check();
+    assert_eq!(fts_rows(r), 1);
+    assert!(linked_entities(r, &a).is_empty());
+    for task in ["monday", "atlas launch", "ask lee", ""] {
+        assert!(!returned(r, task, "default", &a), "{task:?}");
+    }
+    // Editing a redacted row keeps it out of every index.
+    w.execute("UPDATE cmp_memories SET content = 'Monday it is', entities = '[\"Zed\"]' WHERE id = ?1", [&a]).unwrap();
+    check();
+    assert!(!fts_finds(r, "monday", &a));
+    assert!(!returned(r, "monday zed", "default", &a));
+
+    // Unredact: back in every index, with its current content and entities.
+    w.execute("UPDATE cmp_memories SET redacted = 0 WHERE id = ?1", [&a]).unwrap();
+    check();
+    assert_eq!(fts_rows(r), 2);
+    assert_eq!(linked_entities(r, &a), ["zed"]);
+    assert!(found_by(r, "monday", &a, "fts"));
+    assert!(found_by(r, "what about zed", &a, "entity"));
+
+    // A row inserted already redacted is never indexed.
+    let c = insert_memory(w, &Mem::new("Secret salary numbers for Dana").entities(&["Dana", "Payroll"]).redacted());
+    check();
+    assert_eq!(fts_rows(r), 2);
+    assert!(!fts_finds(r, "salary", &c));
+    assert!(!returned(r, "salary payroll dana", "default", &c));
+    let payroll: i64 =
+        r.query_row("SELECT count(*) FROM cmp_entities WHERE norm = 'payroll'", [], |x| x.get(0)).unwrap();
+    assert_eq!(payroll, 0, "a redacted row creates no entity");
+
+    // Content and redaction changed in one statement.
+    w.execute("UPDATE cmp_memories SET content = 'Salary bands are public now', redacted = 0 WHERE id = ?1", [&c])
+        .unwrap();
+    check();
+    assert!(fts_finds(r, "bands", &c));
+    assert!(!fts_finds(r, "secret", &c));
+
+    // Changing the integer key moves the index entries with the row.
+    w.execute("UPDATE cmp_memories SET rid = rid + 1000 WHERE id = ?1", [&c]).unwrap();
+    check();
+    assert!(fts_finds(r, "bands", &c));
+    assert_eq!(linked_entities(r, &c), ["dana", "payroll"]);
+
+    // DELETE: gone from every index; entities only it named are gone too.
+    w.execute("DELETE FROM cmp_memories WHERE id = ?1", [&c]).unwrap();
+    check();
+    assert!(!fts_finds(r, "bands", &c));
+    assert!(!returned(r, "salary bands payroll", "default", &c));
+    let left: Vec<String> = r
+        .prepare("SELECT norm FROM cmp_entities ORDER BY norm")
+        .unwrap()
+        .query_map([], |x| x.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(left, ["atlas", "dana", "zed"]);
+
+    // Delete a redacted row, then everything.
+    let d = insert_memory(w, &Mem::new("Hidden note").entities(&["Ghost"]).redacted());
+    w.execute("DELETE FROM cmp_memories WHERE id = ?1", [&d]).unwrap();
+    check();
+    w.execute("DELETE FROM cmp_memories", []).unwrap();
+    check();
+    assert_eq!(fts_rows(r), 0);
+    let n: i64 = r.query_row("SELECT count(*) FROM cmp_entities", [], |x| x.get(0)).unwrap();
+    assert_eq!(n, 0);
+    assert!(search(r, "atlas").is_empty());
+}
+
+#[test]
+fn write_paths_keep_indexes_in_step() {
+    let conn = open();
+    write_paths(&conn, &conn);
+}
+
+#[test]
+fn write_paths_from_a_connection_without_cmp() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let registered = open_file(&path);
+    let plain = open_plain(&path);
+    let has_cmp: i64 = plain
+        .query_row(
+            "SELECT count(*) FROM pragma_function_list WHERE name = 'cmp_search' OR name = 'cmp_init'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(has_cmp, 0, "the plain connection must not know cmp");
+    write_paths(&plain, &registered);
+
+    // A fresh registered connection sees what the plain one wrote.
+    let id = insert_memory(&plain, &Mem::new("Atlas beta opens to partners").entities(&["Atlas"]));
+    drop(plain);
+    drop(registered);
+    let reader = open_file(&path);
+    assert_consistent(&reader);
+    assert!(found_by(&reader, "partners beta", &id, "fts"));
+    assert!(found_by(&reader, "atlas", &id, "entity"));
+}
+
+fn is_hex_id(id: &str, prefix: &str) -> bool {
+    id.len() == prefix.len() + 12
+        && id.starts_with(prefix)
+        && id[prefix.len()..].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn generated_ids(conn: &Connection) {
+    let implicit: String = conn
+        .query_row(
+            "INSERT INTO cmp_memories(content, captured_at) VALUES ('implicit id', ?1) RETURNING rid",
+            [CAPTURED],
+            |r| r.get::<_, i64>(0),
+        )
+        .and_then(|rid| conn.query_row("SELECT id FROM cmp_memories WHERE rid = ?1", [rid], |r| r.get(0)))
+        .unwrap();
+    assert!(is_hex_id(&implicit, "mem_"), "{implicit}");
+    let explicit_null = insert_memory(conn, &Mem::new("explicit NULL id"));
+    assert!(is_hex_id(&explicit_null, "mem_"), "{explicit_null}");
+    let given = insert_memory(conn, &Mem::new("given id").id("mem_0123456789ab"));
+    assert_eq!(given, "mem_0123456789ab");
+    conn.execute("UPDATE cmp_memories SET id = NULL WHERE id = 'mem_0123456789ab'", []).unwrap();
+    let regenerated: String =
+        conn.query_row("SELECT id FROM cmp_memories WHERE content = 'given id'", [], |r| r.get(0)).unwrap();
+    assert!(is_hex_id(&regenerated, "mem_"), "{regenerated}");
+    let nulls: i64 = conn.query_row("SELECT count(*) FROM cmp_memories WHERE id IS NULL", [], |r| r.get(0)).unwrap();
+    assert_eq!(nulls, 0);
+    let many: Vec<String> = (0..200).map(|i| insert_memory(conn, &Mem::new(&format!("row {i}")))).collect();
+    let mut distinct = many.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), many.len(), "generated ids collide");
+    assert!(many.iter().all(|id| is_hex_id(id, "mem_")));
+
+    conn.execute("INSERT INTO cmp_tasks(title) VALUES ('Ship Atlas')", []).unwrap();
+    conn.execute("INSERT INTO cmp_tasks(id, title) VALUES (NULL, 'Email Dana')", []).unwrap();
+    let mut st = conn.prepare("SELECT id, status, scope FROM cmp_tasks ORDER BY title").unwrap();
+    let tasks: Vec<(Option<String>, String, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().collect::<rusqlite::Result<_>>().unwrap();
+    assert_eq!(tasks.len(), 2);
+    for (id, status, scope) in &tasks {
+        let id = id.as_deref().expect("task id generated");
+        assert!(is_hex_id(id, "task_"), "{id}");
+        assert_eq!(status, "open");
+        assert_eq!(scope, "default");
+    }
+    assert_consistent(conn);
+}
+
+#[test]
+fn ids_are_generated() {
+    generated_ids(&open());
+}
+
+#[test]
+fn ids_are_generated_without_cmp() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ids.db");
+    drop(open_file(&path));
+    generated_ids(&open_plain(&path));
+}
+
+#[test]
+fn schema_checks_kind() {
+    let conn = open();
+    let e = conn.execute("INSERT INTO cmp_memories(content, kind) VALUES ('x', 'gossip')", []).unwrap_err().to_string();
+    assert!(e.contains("CHECK constraint failed"), "{e}");
+    for kind in ["semantic", "episodic", "style", "decision", "preference", "negative", "procedural"] {
+        insert_memory(&conn, &Mem::new("fine").kind(kind));
+    }
+    assert_consistent(&conn);
+}
+
+fn objects(conn: &Connection) -> Vec<(String, String)> {
+    conn.prepare("SELECT type, name FROM sqlite_master ORDER BY type, name")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+fn meta(conn: &Connection, key: &str) -> String {
+    conn.query_row("SELECT value FROM cmp_meta WHERE key = ?1", [key], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn init_is_idempotent() {
+    let conn = open();
+    let id = insert_memory(&conn, &Mem::new("Atlas ships on Friday").entities(&["Atlas"]));
+    let before = objects(&conn);
+    let (db_id, secret) = (meta(&conn, "db_id"), meta(&conn, "secret"));
+    let hits = search(&conn, "atlas friday");
+    assert_eq!(init(&conn), 2);
+    assert_eq!(init(&conn), 2);
+    assert_eq!(objects(&conn), before);
+    assert_eq!(meta(&conn, "schema_version"), "2");
+    assert_eq!(meta(&conn, "db_id"), db_id);
+    assert_eq!(meta(&conn, "secret"), secret);
+    assert_eq!(search(&conn, "atlas friday"), hits);
+    assert_eq!(refs(&hits), [id]);
+    assert_consistent(&conn);
+}
+
+#[test]
+fn search_before_init_says_so() {
+    let conn = Connection::open_in_memory().unwrap();
+    cmp::register(&conn).unwrap();
+    let e = sql_error(&conn, "SELECT * FROM cmp_search('atlas')");
+    assert!(e.starts_with("cmp_search: the cmp schema is missing; run SELECT cmp_init()"), "{e}");
+    assert_integrity(&conn);
+}
+
+#[test]
+fn upgrades_a_version_1_database_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    let ids: Vec<String> = {
+        let old = open_plain(&path);
+        old.execute_batch(include_str!("fixtures/schema_v1.sql")).unwrap();
+        let ids = vec![
+            insert_memory(&old, &Mem::new("Atlas launch is on Friday").entities(&["Atlas", "Dana"])),
+            insert_memory(&old, &Mem::new("Never email customers on weekends").kind("negative")),
+            insert_memory(&old, &Mem::new("Salary of Lee").redacted()),
+            insert_memory(
+                &old,
+                &Mem::new("Dana prefers short status updates").kind("preference").entities(&["Dana"]).scope("work"),
+            ),
+        ];
+        old.execute("INSERT INTO cmp_tasks(title) VALUES ('Book the venue')", []).unwrap();
+        assert_consistent(&old);
+        ids
+    };
+
+    let conn = Connection::open(&path).unwrap();
+    cmp::register(&conn).unwrap();
+    let debug: String = conn.query_row("SELECT cmp_debug()", [], |r| r.get(0)).unwrap();
+    assert!(debug.contains("schema 1"), "{debug}");
+    assert_eq!(init(&conn), 2);
+    assert_eq!(meta(&conn, "schema_version"), "2");
+    let names: Vec<String> = objects(&conn).into_iter().map(|o| o.1).collect();
+    for want in ["cmp_sessions", "cmp_pins", "cmp_memories_scope_time"] {
+        assert!(names.iter().any(|n| n == want), "{want} missing after upgrade");
+    }
+    let kept: Vec<String> = conn
+        .prepare("SELECT id FROM cmp_memories ORDER BY rid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(kept, ids);
+    let tasks: i64 = conn.query_row("SELECT count(*) FROM cmp_tasks", [], |r| r.get(0)).unwrap();
+    assert_eq!(tasks, 1);
+
+    let hits = search(&conn, "when is the atlas launch");
+    assert_eq!(hits[0].r#ref, ids[0]);
+    assert!(hits[0].retrievers().contains(&"fts".to_string()));
+    assert!(!refs(&hits).contains(&ids[2]), "redacted row surfaced");
+    let work = search_with(&conn, "dana", &scope_opts("work"));
+    assert_eq!(refs(&work), [ids[3].clone()]);
+    assert_consistent(&conn);
+
+    // Upgraded once: a second open is a no-op.
+    drop(conn);
+    let again = open_file(&path);
+    assert_eq!(init(&again), 2);
+    assert_consistent(&again);
+}
+
+#[test]
+fn refuses_a_newer_schema() {
+    let conn = open();
+    let id = insert_memory(&conn, &Mem::new("Atlas ships on Friday"));
+    conn.execute("UPDATE cmp_meta SET value = '99' WHERE key = 'schema_version'", []).unwrap();
+    let before = objects(&conn);
+    let e = sql_error(&conn, "SELECT cmp_init()");
+    assert!(e.starts_with("cmp_init: database schema version 99"), "{e}");
+    assert!(e.contains('2'), "names this build's version: {e}");
+    assert_eq!(meta(&conn, "schema_version"), "99");
+    assert_eq!(objects(&conn), before);
+    let n: i64 = conn.query_row("SELECT count(*) FROM cmp_memories WHERE id = ?1", [&id], |r| r.get(0)).unwrap();
+    assert_eq!(n, 1);
+    assert_integrity(&conn);
+}
+
+fn seed_for_vacuum(conn: &Connection) -> Vec<String> {
+    let words = ["atlas", "launch", "pricing", "dana", "lee", "priya", "budget", "venue", "friday", "beta"];
+    let mut ids = Vec::new();
+    for i in 0..60 {
+        let content = format!(
+            "{} {} {} note {i}",
+            words[i % words.len()],
+            words[(i * 3 + 1) % words.len()],
+            words[(i * 7 + 2) % words.len()]
+        );
+        let mut m = Mem::new(&content)
+            .entities(&[words[(i * 5) % words.len()]])
+            .occurred_at(&format!("2026-04-{:02}T10:00:00Z", 1 + i % 28));
+        if i % 11 == 0 {
+            m = m.redacted();
+        }
+        if i % 2 == 0 {
+            m = m.embedding(&[i as f32, 1.0, (60 - i) as f32]);
+        }
+        ids.push(insert_memory(conn, &m));
+    }
+    // Holes in the rowid sequence: what VACUUM would renumber if the key were implicit.
+    conn.execute("DELETE FROM cmp_memories WHERE rid % 4 = 0 OR rid < 5", []).unwrap();
+    ids
+}
+
+fn snapshot(conn: &Connection) -> Vec<Vec<Hit>> {
+    let tasks = ["atlas launch", "pricing budget for dana", "what happened recently", "", "priya venue friday beta"];
+    let mut out: Vec<Vec<Hit>> = tasks.iter().map(|t| search(conn, t)).collect();
+    out.push(search_with(
+        conn,
+        "note",
+        &serde_json::json!({"now": NOW, "query_embedding": [1.0, 0.5, 0.0]}).to_string(),
+    ));
+    out
+}
+
+#[test]
+fn vacuum_keeps_search_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vacuum.db");
+    let conn = open_file(&path);
+    seed_for_vacuum(&conn);
+    let before = snapshot(&conn);
+    assert!(before.iter().all(|hits| !hits.is_empty()));
+    conn.execute_batch("VACUUM").unwrap();
+    assert_eq!(snapshot(&conn), before);
+    assert_consistent(&conn);
+
+    // A copy made with VACUUM INTO answers the same.
+    let copy = dir.path().join("copy.db");
+    conn.execute("VACUUM INTO ?1", [copy.to_str().unwrap()]).unwrap();
+    let other = open_file(&copy);
+    assert_eq!(snapshot(&other), before);
+    assert_consistent(&other);
+}
+
+#[test]
+fn search_on_an_unmigrated_database_asks_for_init() {
+    let conn = Connection::open_in_memory().unwrap();
+    conn.execute_batch(include_str!("fixtures/schema_v1.sql")).unwrap();
+    cmp::register(&conn).unwrap();
+    insert_memory(&conn, &Mem::new("Atlas ships on Friday"));
+    let e = try_search(&conn, "atlas", Some(&now_opts())).unwrap_err();
+    assert!(e.starts_with("cmp_search: "), "{e}");
+    assert!(e.contains("cmp_init()"), "{e}");
+}
