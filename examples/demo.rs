@@ -1,4 +1,4 @@
-//! `cargo run --release --example demo`: seeds an in-memory database with `examples/seed.sql` (a team
+//! `cargo run --release --example demo`: seeds an in-memory database with `sql/seed.sql` (a team
 //! shipping "Atlas") and prints what `cmp_search` retrieves for three tasks, with the provenance of
 //! each row: its relevance and the retrievers that found it.
 
@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use std::error::Error;
 
 /// The seed memories, shared with the shell demo.
-const SEED: &str = include_str!("seed.sql");
+const SEED: &str = include_str!("../sql/seed.sql");
 /// The clock the demo reads at: output is the same on every run.
 const NOW: &str = "2026-06-01T00:00:00Z";
 /// Rows printed per task.

@@ -33,6 +33,9 @@ CREATE TABLE IF NOT EXISTS cmp_memories(
 
 CREATE INDEX IF NOT EXISTS cmp_memories_scope_time
   ON cmp_memories(scope, coalesce(occurred_at, captured_at));
+-- Hard rules (kind 'negative') reach every pack of their scope, matched or not.
+CREATE INDEX IF NOT EXISTS cmp_memories_rules
+  ON cmp_memories(scope, coalesce(occurred_at, captured_at)) WHERE kind = 'negative';
 CREATE INDEX IF NOT EXISTS cmp_memories_superseded_by
   ON cmp_memories(superseded_by) WHERE superseded_by IS NOT NULL;
 

@@ -1,11 +1,12 @@
 -- Seed memories for the demo: a product team shipping "Atlas". Plain INSERTs, so any connection
--- can load them after `SELECT cmp_init();` (examples/demo.rs includes this file; sql/demo.sql can
--- `.read` it). Ids are fixed so output is reproducible; every row is captured before 2026-06-01, the
+-- can load them after `SELECT cmp_init();` (examples/demo.rs includes this file; sql/demo.sql
+-- `.read`s it). Ids are fixed so output is reproducible; every row is captured before 2026-06-01, the
 -- `now` the demo reads at.
 --
 -- What it exercises: one decision superseded by another (mem_000000000001 → mem_000000000002),
 -- negative-kind rules (constraints), two restatements of one fact (mem_000000000007,
--- mem_000000000008), episodic items with occurred_at, one redacted row (mem_000000000027), one row
+-- mem_000000000008: a near-duplicate restatement that claim folding merges), long meeting notes
+-- (mem_000000000031..35: they put the 3000-token cursor profile under pressure), episodic items with occurred_at, one redacted row (mem_000000000027), one row
 -- in another scope (mem_000000000028, scope 'personal') and open loops in cmp_tasks.
 
 INSERT INTO cmp_memories(id, kind, content, entities, occurred_at, captured_at, source_url, confidence, trust) VALUES
@@ -28,7 +29,7 @@ INSERT INTO cmp_memories(id, kind, content, entities, occurred_at, captured_at, 
    'Atlas pricing starts at $49 per seat per month.',
    '["Atlas"]', NULL, '2026-03-20T09:00:00Z', 'https://wiki.example/atlas/pricing', 0.95, 0.5),
   ('mem_000000000008', 'semantic',
-   'Atlas pricing: $49 per seat per month to start.',
+   'Atlas pricing starts at $49 per seat, billed each month.',
    '["Atlas"]', NULL, '2026-04-02T16:30:00Z', 'https://chat.example/c/launch/1841', NULL, 0.5),
   ('mem_000000000009', 'preference',
    'Dana prefers one-page launch briefs with the risks listed first.',
@@ -90,6 +91,24 @@ INSERT INTO cmp_memories(id, kind, content, entities, occurred_at, captured_at, 
   ('mem_000000000030', 'episodic',
    'Marketing finished the launch video; it runs 90 seconds.',
    NULL, '2026-05-31T16:00:00Z', '2026-05-31T16:10:00Z', NULL, NULL, 0.5);
+
+-- Long meeting notes: several sentences each, so a tight budget packs their head sentence first.
+INSERT INTO cmp_memories(id, kind, content, entities, occurred_at, captured_at, source_url, confidence, trust) VALUES
+  ('mem_000000000031', 'episodic',
+   'Atlas launch sync, May 12. Dana opened with the launch checklist: legal review, billing migration, status page, press kit and the support rota. Legal expects to approve the terms of service within a week. Lee said the billing migration is the critical path and asked for two more days of staging time before the cutover. Priya reported that beta partners want an export feature before they pay; the team agreed it is out of scope for launch and will be promised for July. Marketing asked whether the launch video can mention the free trial length; Dana said fourteen days. Action items: Lee to post a migration runbook, Priya to draft the partner FAQ, Dana to confirm the press embargo time with the agency. The next sync is May 19 at the same time.',
+   '["Atlas","Dana","Lee","Priya"]', '2026-05-12T16:00:00Z', '2026-05-12T16:00:00Z', NULL, NULL, 0.6),
+  ('mem_000000000032', 'episodic',
+   'Atlas launch sync, May 19. The terms of service are approved and the status page is live at status.atlas.example. Lee ran the billing migration twice in staging; the second run finished in forty minutes but two invoices failed because of a currency rounding bug, which Lee is fixing. Priya shared the first beta survey: teams under twenty people finish onboarding in a day, larger teams take a week because of the permissions setup. Dana decided that onboarding guides for large teams ship in the first week after launch, not before. The press kit is drafted; the embargo lifts at 9:00 CET on launch day. Open risk: the on-call rota for launch week is not confirmed. The next sync is May 26.',
+   '["Atlas","Dana","Lee","Priya"]', '2026-05-19T16:00:00Z', '2026-05-19T16:00:00Z', NULL, NULL, 0.6),
+  ('mem_000000000033', 'episodic',
+   'Atlas launch sync, May 26. The currency rounding bug is fixed and the migration dry run passed with no failed invoices. The load test is scheduled for May 30 and should cover three times the expected launch traffic. Priya capped the beta at fifty teams and will close sign-ups on June 1. Dana reviewed the launch email draft and asked for the risks to be listed first, in plain words, with no exclamation marks. Support will run from 8:00 to 18:00 CET on weekdays during launch week, with Lee, Priya and Dana on call in that order. Marketing confirmed the launch video runs ninety seconds. The team agreed that nobody promises a date to the press until Dana approves it.',
+   '["Atlas","Dana","Lee","Priya"]', '2026-05-26T16:00:00Z', '2026-05-26T16:00:00Z', NULL, NULL, 0.6),
+  ('mem_000000000034', 'episodic',
+   'Atlas pricing workshop notes. The team compared per-seat pricing with usage-based pricing for three kinds of customers: small agencies, mid-size product teams and large enterprises. Per-seat pricing was easier to explain and matched how beta partners budget. Usage-based pricing fit the largest customers better but made invoices hard to predict. The team settled on $49 per seat per month, a fourteen-day free trial and an annual plan with two months free. Enterprise contracts above two hundred seats are negotiated separately by Dana. A competitor, Nimbus, launched a free tier in April; the team decided not to match it and to compete on reliability and support instead.',
+   '["Atlas","Dana","Lee","Priya"]', '2026-05-08T10:00:00Z', '2026-05-08T10:00:00Z', NULL, NULL, 0.6),
+  ('mem_000000000035', 'episodic',
+   'Load test report for Atlas. The test replayed three times the expected launch-day traffic for two hours against the staging cluster. Median response time stayed under 120 milliseconds and the 99th percentile under 600 milliseconds. One database replica fell behind by forty seconds during the peak and recovered without intervention. Billing webhooks were delayed by up to three minutes under peak load, which is acceptable for launch. The rollback plan was rehearsed: turning the atlas_enabled flag off took under a minute and restoring the billing snapshot took twelve minutes. Recommendation: launch as planned on June 12 and add a second replica before the European morning peak.',
+   '["Atlas","Dana","Lee","Priya"]', '2026-05-30T18:00:00Z', '2026-05-30T18:00:00Z', NULL, NULL, 0.6);
 
 -- The decision mem_000000000002 replaced: visible only when reading as_of a time before 2026-04-15.
 INSERT INTO cmp_memories(id, kind, content, entities, occurred_at, captured_at, superseded_by, superseded_at, trust) VALUES

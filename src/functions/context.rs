@@ -102,20 +102,19 @@ pub fn render(conn: &Connection, req: &Request<'_>, built: &Built, sid: Option<&
     let f = req.func;
     let o = req.options;
     let (canonical, sha) = envelope::canonical(built.profile.name, &built.pack, built.pending);
-    let cursor = if built.pack.excluded.is_empty() || built.pack.items.is_empty() {
-        None
-    } else {
-        Some(pack_cursor(conn, f, req, built.pack.budget, 0)?)
-    };
-    let delta = match sid {
-        Some(s) => Some(session_turn(conn, f, s, built, o)?),
-        None => None,
-    };
+    let cursor =
+        if built.pack.excluded.is_empty() { None } else { Some(pack_cursor(conn, f, req, built.pack.budget, 0)?) };
+    // The pin first: it is idempotent (the same sha always stores the same bytes), so when the session
+    // turn fails after it, nothing observable is half-done; the session turn is the last write.
     let pin = if o.pin {
         store::put_pin(conn, &sha, &canonical, &time::format(o.now)).map_err(|e| CmpError::sql(f, e))?;
         Some(json!({"sha": sha, "bytes": canonical.len()}))
     } else {
         None
+    };
+    let delta = match sid {
+        Some(s) => Some(session_turn(conn, f, s, built, o)?),
+        None => None,
     };
     let shown = match (&delta, o.send) {
         (Some(d), Send::Delta) => {

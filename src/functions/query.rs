@@ -36,6 +36,7 @@ fn base_rows(conn: &Connection, func: &str, m: &Mql) -> Result<Vec<Row>> {
             let mut q = Query::new(&m.text, &m.scope, m.horizon());
             q.include_superseded = true;
             q.recency_limit = 0;
+            q.rules_limit = 0;
             let r = retrieve::retrieve(conn, func, &q)?;
             let mut rows = Vec::with_capacity(r.candidates.len());
             for c in r.candidates {

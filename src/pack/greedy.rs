@@ -4,55 +4,59 @@
 //!
 //! **ours**: the shares are realised as a weighted interleaving of the layers (the layer whose
 //! consumption per unit of weight is lowest goes next), so what a layer cannot use flows to the
-//! others and a larger budget always packs a superset of a smaller one's refs.
+//! others and a larger budget always packs a superset of a smaller one's refs. A memory longer than
+//! [`super::MAX_STEP_TOKENS`] enters truncated and grows step by step, so it cannot block the rest.
 
-use super::{floor_step, take_prefix, utility, Item, Layer, Pack, Packed, Params, Step, FLOOR_ROOM};
+use super::{floor_plan, plan, take_prefix, utility, Item, Layer, Pack, Packed, Params, Step, FLOOR_ROOM};
 use std::collections::VecDeque;
 
 /// Packs with the per-layer greedy.
 pub fn pack(items: Vec<Item>, p: Params) -> Pack {
     let weights = p.intent.weights();
     let sum: f64 = weights.iter().sum();
-    let max_cost = p.profile.pack_token_budget as usize;
-    let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); 8];
-    for (i, it) in items.iter().enumerate() {
-        if weights[it.layer as usize] > 0.0 {
-            queues[it.layer as usize].push_back(i);
-        }
-    }
-    let mut steps: Vec<Step> = Vec::new();
-    let mut consumed = [0usize; 8];
+    // Each layer's queue of steps: every item's admission followed by its upgrades, in retrieval order.
+    let mut queues: Vec<VecDeque<Step>> = vec![VecDeque::new(); 8];
+    let mut floors: Vec<Step> = Vec::new();
     let mut room = FLOOR_ROOM;
+    let mut consumed = [0usize; 8];
     for layer in [Layer::Constraints, Layer::Facts] {
-        if let Some(&i) = queues[layer as usize].front() {
-            if let Some(s) = floor_step(i, &items[i], &p.profile, room) {
-                queues[layer as usize].pop_front();
-                room -= s.cost;
-                consumed[layer as usize] += s.cost;
-                steps.push(s);
+        if weights[layer as usize] == 0.0 {
+            continue;
+        }
+        if let Some(i) = items.iter().position(|it| it.layer == layer) {
+            if let Some(f) = floor_plan(i, &items[i], &p.profile, room) {
+                room -= f.admit.cost;
+                consumed[layer as usize] += f.admit.cost;
+                floors.push(f.admit);
+                queues[layer as usize].extend(f.upgrades);
             }
         }
     }
-    let seq = std::iter::from_fn(|| loop {
+    for (i, it) in items.iter().enumerate() {
+        let l = it.layer as usize;
+        if weights[l] == 0.0 || floors.iter().any(|f| f.item == i) {
+            continue;
+        }
+        let pl = plan(i, it, &p.profile, false);
+        queues[l].push_back(pl.admit);
+        queues[l].extend(pl.upgrades);
+    }
+    let seq = std::iter::from_fn(|| {
         let mut best: Option<(f64, usize)> = None;
         for l in 0..8 {
-            if let Some(&i) = queues[l].front() {
-                let v = (consumed[l] + p.profile.item_cost(&items[i].content)) as f64 / weights[l];
+            if let Some(s) = queues[l].front() {
+                let v = (consumed[l] + s.cost) as f64 / weights[l];
                 if best.is_none_or(|(bv, _)| v < bv) {
                     best = Some((v, l));
                 }
             }
         }
         let (_, l) = best?;
-        let i = queues[l].pop_front()?;
-        let cost = p.profile.item_cost(&items[i].content);
-        if cost > max_cost {
-            continue; // can never fit any budget of this profile
-        }
-        consumed[l] += cost;
-        return Some(Step { item: i, content: items[i].content.clone(), compressed: None, cost });
+        let s = queues[l].pop_front()?;
+        consumed[l] += s.cost;
+        Some(s)
     });
-    let (mut state, used, order) = take_prefix(items.len(), steps.into_iter().chain(seq), p.budget);
+    let (mut state, used, order) = take_prefix(items.len(), floors.into_iter().chain(seq), p.budget);
     let prior = |l: Layer| weights[l as usize] / sum;
     let mut packed_idx = order;
     packed_idx.sort_by_key(|&i| items[i].layer);

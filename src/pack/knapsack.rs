@@ -1,47 +1,53 @@
 //! Marginal-utility knapsack (reference §4, FACTS.md "Knapsack"): one global pool; each step takes
-//! the item (or upgrade) with the highest MMR-adjusted utility per token.
+//! the admission (or upgrade) with the highest MMR-adjusted utility per token.
 //!
-//! **ours**: the ladder is part of the sequence. An item whose text has a shorter rung (summary,
-//! head sentence) may be admitted at that rung first and upgraded to its full text by a later step,
-//! when the upgrade's own density earns it; the pack is the longest prefix of the sequence that fits
-//! the budget. This keeps "compress, don't drop" and makes budget monotonicity exact.
+//! **ours**: the ladder is part of the sequence. An item with a shorter rung (summary, head
+//! sentence, or a cut of a very long text) is admitted at that rung, carrying
+//! [`SHORT_RUNG_VALUE`] of its utility, and grows back to its full text through upgrade steps that
+//! compete on their own density. The pack is the longest prefix of the sequence that fits the
+//! budget: compress, don't drop, and budget monotonicity holds exactly.
 
-use super::{floor_step, fold, ladder, take_prefix, utility, Item, Layer, Pack, Packed, Params, Step, FLOOR_ROOM};
+use super::{floor_plan, fold, plan, take_prefix, utility, Item, Layer, Pack, Packed, Params, Step, FLOOR_ROOM};
 use crate::text;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 /// MMR redundancy penalty: utility × (1 − MMR_PENALTY × max Jaccard with items already taken).
 pub const MMR_PENALTY: f64 = 0.35;
 /// Share of an item's utility its shortest rung is taken to carry (**ours**): a head sentence or a
-/// summary usually states the claim, the rest adds detail.
+/// summary usually states the claim; the rest adds detail.
 pub const SHORT_RUNG_VALUE: f64 = 0.6;
 
 struct Entry {
     util: f64,
     set: Vec<u64>,
     max_sim: f64,
-    /// Admission: content, tag, cost, share of utility it carries.
-    admit: Option<(String, Option<&'static str>, usize, f64)>,
-    /// Pending upgrade to full text: (cost, value share, MMR factor frozen at admission).
-    upgrade: Option<(usize, f64, f64)>,
+    /// The admission step, until taken.
+    admit: Option<Step>,
+    /// Share of the utility the admission carries (1 when it is the full text).
+    share: f64,
+    /// Upgrade steps left, and their density per token (fixed when the item is admitted).
+    upgrades: VecDeque<Step>,
+    up_density: f64,
 }
 
 struct Sequence<'a> {
     items: &'a [Item],
     entries: HashMap<usize, Entry>,
-    order: Vec<usize>, // pool indexes, for deterministic iteration
+    /// Pool indexes in a fixed order, so iteration is deterministic.
+    order: Vec<usize>,
     first: Option<Step>,
 }
 
 impl Sequence<'_> {
     fn admitted(&mut self, idx: usize) {
-        let set = match self.entries.get(&idx) {
-            Some(e) => e.set.clone(),
-            None => return,
-        };
-        for (&j, e) in self.entries.iter_mut() {
-            if j != idx && e.admit.is_some() {
-                e.max_sim = e.max_sim.max(text::jaccard(&set, &e.set));
+        let Some(e) = self.entries.get_mut(&idx) else { return };
+        let full_left: usize = e.upgrades.iter().map(|s| s.cost).sum();
+        let m = 1.0 - MMR_PENALTY * e.max_sim;
+        e.up_density = if full_left == 0 { 0.0 } else { (1.0 - e.share) * e.util * m / full_left as f64 };
+        let set = e.set.clone();
+        for (&j, other) in self.entries.iter_mut() {
+            if j != idx && other.admit.is_some() {
+                other.max_sim = other.max_sim.max(text::jaccard(&set, &other.set));
             }
         }
     }
@@ -55,15 +61,17 @@ impl Iterator for Sequence<'_> {
             self.admitted(s.item);
             return Some(s);
         }
-        // (density, is_upgrade, ref, idx)
+        // (density, is_upgrade, ref, idx); ties: lower ref, then admissions before upgrades.
         let mut best: Option<(f64, bool, &str, usize)> = None;
         for &i in &self.order {
             let e = &self.entries[&i];
             let r = self.items[i].r#ref.as_str();
-            let cand = if let Some((_, _, cost, share)) = &e.admit {
-                Some((share * e.util * (1.0 - MMR_PENALTY * e.max_sim) / *cost as f64, false))
-            } else {
-                e.upgrade.map(|(cost, share, m)| (share * e.util * m / cost.max(1) as f64, true))
+            let cand = match (&e.admit, e.upgrades.front()) {
+                (Some(a), _) => {
+                    Some((e.share * e.util * (1.0 - MMR_PENALTY * e.max_sim) / a.cost.max(1) as f64, false))
+                }
+                (None, Some(_)) => Some((e.up_density, true)),
+                (None, None) => None,
             };
             let Some((d, up)) = cand else { continue };
             let better = match &best {
@@ -77,16 +85,11 @@ impl Iterator for Sequence<'_> {
         let (_, up, _, i) = best?;
         let e = self.entries.get_mut(&i)?;
         if up {
-            let (cost, _, _) = e.upgrade.take()?;
-            Some(Step { item: i, content: self.items[i].content.clone(), compressed: None, cost })
+            e.upgrades.pop_front()
         } else {
-            let (content, tag, cost, _) = e.admit.take()?;
-            let m = 1.0 - MMR_PENALTY * e.max_sim;
-            if let Some((ucost, ushare, _)) = e.upgrade {
-                e.upgrade = Some((ucost, ushare, m));
-            }
+            let s = e.admit.take()?;
             self.admitted(i);
-            Some(Step { item: i, content, compressed: tag, cost })
+            Some(s)
         }
     }
 }
@@ -120,62 +123,44 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
     }
     pool.retain(|&i| !gone[i]);
 
-    let max_cost = p.profile.pack_token_budget as usize;
-    let floor = pool
-        .iter()
-        .copied()
-        .find(|&i| items[i].layer == Layer::Constraints)
-        .and_then(|i| floor_step(i, &items[i], &p.profile, FLOOR_ROOM));
+    let floor_idx = pool.iter().copied().find(|&i| items[i].layer == Layer::Constraints);
+    let mut first = None;
     let mut entries = HashMap::new();
     for &i in &pool {
         let it = &items[i];
-        let full = p.profile.item_cost(&it.content);
-        let set = text::word_set(&it.content);
-        if let Some(f) = floor.as_ref().filter(|f| f.item == i) {
-            let upgrade = (f.compressed.is_some() && full <= max_cost)
-                .then(|| (full.saturating_sub(f.cost).max(1), 1.0 - SHORT_RUNG_VALUE, 1.0));
-            entries.insert(i, Entry { util: util[i], set, max_sim: 0.0, admit: None, upgrade });
-            continue;
-        }
-        let (short, tag) = ladder::shortest(it);
-        let short_cost = p.profile.item_cost(&short);
-        if short_cost > max_cost {
-            continue; // can never fit any budget of this profile
-        }
-        let combined = tag.is_none() || {
-            let up = full - short_cost;
-            (1.0 - SHORT_RUNG_VALUE) * short_cost as f64 >= SHORT_RUNG_VALUE * up as f64
-        };
-        let entry = if combined {
-            if full > max_cost {
-                continue;
-            }
-            Entry {
-                util: util[i],
-                set,
-                max_sim: 0.0,
-                admit: Some((it.content.clone(), None, full, 1.0)),
-                upgrade: None,
+        let pl = if Some(i) == floor_idx {
+            match floor_plan(i, it, &p.profile, FLOOR_ROOM) {
+                Some(f) => {
+                    first = Some(f.admit.clone());
+                    f
+                }
+                None => plan(i, it, &p.profile, true),
             }
         } else {
+            plan(i, it, &p.profile, true)
+        };
+        let share = if pl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
+        let admit = if first.as_ref().is_some_and(|f| f.item == i) { None } else { Some(pl.admit) };
+        entries.insert(
+            i,
             Entry {
                 util: util[i],
-                set,
+                set: text::word_set(&it.content),
                 max_sim: 0.0,
-                admit: Some((short, tag, short_cost, SHORT_RUNG_VALUE)),
-                upgrade: (full <= max_cost).then(|| (full - short_cost, 1.0 - SHORT_RUNG_VALUE, 1.0)),
-            }
-        };
-        entries.insert(i, entry);
+                admit,
+                share,
+                upgrades: pl.upgrades,
+                up_density: 0.0,
+            },
+        );
     }
-    let order: Vec<usize> = pool.iter().copied().filter(|i| entries.contains_key(i)).collect();
-    let seq = Sequence { items: &items, entries, order, first: floor };
-    let (state, used, _) = take_prefix(items.len(), seq, p.budget);
+    let seq = Sequence { items: &items, entries, order: pool.clone(), first };
+    let (mut state, used, _) = take_prefix(items.len(), seq, p.budget);
 
     let mut packed_idx: Vec<usize> = (0..items.len()).filter(|&i| state[i].is_some()).collect();
     packed_idx.sort_by(|a, b| items[*a].layer.cmp(&items[*b].layer).then_with(|| by_util(a, b)));
-    let excluded: Vec<Item> = pool.iter().filter(|&&i| state[i].is_none()).map(|&i| items[i].clone()).collect();
-    let mut state = state;
+    let mut excluded: Vec<Item> = pool.iter().filter(|&&i| state[i].is_none()).map(|&i| items[i].clone()).collect();
+    excluded.extend(items.iter().filter(|it| prior(it.layer) == 0.0).cloned());
     let out: Vec<Packed> = packed_idx
         .iter()
         .filter_map(|&i| {
@@ -189,8 +174,5 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
             })
         })
         .collect();
-    let zero_weight = items.iter().filter(|it| prior(it.layer) == 0.0).cloned();
-    let mut excluded = excluded;
-    excluded.extend(zero_weight);
     Pack { items: out, budget: p.budget, used, excluded, deduped, intent: p.intent }
 }

@@ -181,27 +181,89 @@ pub(crate) struct Step {
     pub cost: usize,
 }
 
+/// No step of a packing sequence but the constraint floor adds more than this many content tokens
+/// (**ours**): a longer memory is admitted truncated and grows by steps of this size, so one large
+/// memory never blocks the rest of the sequence and the prefix rule wastes little budget.
+pub const MAX_STEP_TOKENS: usize = 128;
+
+/// An item's packing plan: how it enters the pack, then the steps that grow it to its full text.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// The admission step.
+    pub admit: Step,
+    /// Upgrade steps, in order; the last one restores the full text.
+    pub upgrades: std::collections::VecDeque<Step>,
+}
+
+/// `content` cut to fit `tokens` content tokens.
+fn cut(content: &str, profile: &Profile, tokens: usize) -> String {
+    crate::text::truncate_chars(content, profile.chars_for(tokens.max(1)))
+}
+
+/// Steps from a pack cost of `from` (an admitted rung) to the full text, each adding at most
+/// [`MAX_STEP_TOKENS`] tokens.
+fn upgrades(idx: usize, item: &Item, profile: &Profile, from: usize) -> std::collections::VecDeque<Step> {
+    let full = profile.item_cost(&item.content);
+    let mut out = std::collections::VecDeque::new();
+    let mut cur = from;
+    while cur < full {
+        if full - cur <= MAX_STEP_TOKENS {
+            out.push_back(Step { item: idx, content: item.content.clone(), compressed: None, cost: full - cur });
+            break;
+        }
+        let content = cut(&item.content, profile, cur + MAX_STEP_TOKENS - ITEM_OVERHEAD);
+        let c = profile.item_cost(&content);
+        if c <= cur {
+            // Cannot grow by cutting (only on absurd profiles): go straight to the full text.
+            out.push_back(Step { item: idx, content: item.content.clone(), compressed: None, cost: full - cur });
+            break;
+        }
+        out.push_back(Step { item: idx, content, compressed: Some("truncated"), cost: c - cur });
+        cur = c;
+    }
+    out
+}
+
+/// The plan of an item. With `ladder`, admission takes the shortest rung (summary, head sentence);
+/// without, the full text. Either way an admission longer than [`MAX_STEP_TOKENS`] is truncated.
+pub(crate) fn plan(idx: usize, item: &Item, profile: &Profile, ladder: bool) -> Plan {
+    let (content, tag) = if ladder { ladder::shortest(item) } else { (item.content.clone(), None) };
+    let (content, tag) = if profile.tokens(&content) > MAX_STEP_TOKENS {
+        (cut(&item.content, profile, MAX_STEP_TOKENS), Some("truncated"))
+    } else {
+        (content, tag)
+    };
+    let cost = profile.item_cost(&content);
+    let admit = Step { item: idx, content, compressed: tag, cost };
+    Plan { upgrades: upgrades(idx, item, profile, cost), admit }
+}
+
 /// The floor for the top item of a layer that must be present (the top constraint): its first ladder
-/// rung that fits the smallest budget any call can have, else its text truncated to that. Judged
-/// against MIN_BUDGET, not the call's budget, so its cost is the same at every budget and the
-/// superset property survives the floor.
-pub(crate) fn floor_step(idx: usize, item: &Item, profile: &Profile, room: usize) -> Option<Step> {
+/// rung that fits the smallest budget any call can have, else its text truncated to that, then steps
+/// up to its full text. Judged against MIN_BUDGET, not the call's budget, so its cost is the same at
+/// every budget and the superset property survives the floor.
+pub(crate) fn floor_plan(idx: usize, item: &Item, profile: &Profile, room: usize) -> Option<Plan> {
+    let mut admit = None;
     for (content, tag) in ladder::rungs(item) {
         let cost = profile.item_cost(&content);
         if cost <= room {
-            return Some(Step { item: idx, content, compressed: tag, cost });
+            admit = Some(Step { item: idx, content, compressed: tag, cost });
+            break;
         }
     }
-    let content_tokens = room.checked_sub(ITEM_OVERHEAD)?;
-    if content_tokens == 0 {
-        return None;
-    }
-    let content = crate::text::truncate_chars(&item.content, profile.chars_for(content_tokens));
-    if content.is_empty() {
-        return None;
-    }
-    let cost = profile.item_cost(&content);
-    Some(Step { item: idx, content, compressed: Some("truncated"), cost })
+    let admit = match admit {
+        Some(a) => a,
+        None => {
+            let content_tokens = room.checked_sub(ITEM_OVERHEAD).filter(|t| *t > 0)?;
+            let content = cut(&item.content, profile, content_tokens);
+            if content.is_empty() {
+                return None;
+            }
+            let cost = profile.item_cost(&content);
+            Step { item: idx, content, compressed: Some("truncated"), cost }
+        }
+    };
+    Some(Plan { upgrades: upgrades(idx, item, profile, admit.cost), admit })
 }
 
 /// The room the floor is judged against.

@@ -43,8 +43,11 @@ pub const VECTOR_LIMIT: usize = 200;
 /// Newest memories offered by the recency retriever.
 pub const RECENCY_LIMIT: usize = 10;
 
+/// Hard rules offered to every pack.
+pub const RULES_LIMIT: usize = 20;
+
 /// The retrievers, in the order `why.retrievers` lists them.
-pub const RETRIEVERS: [&str; 4] = ["fts", "vector", "entity", "recency"];
+pub const RETRIEVERS: [&str; 5] = ["fts", "vector", "entity", "recency", "constraints"];
 
 /// What to retrieve.
 #[derive(Debug, Clone)]
@@ -61,6 +64,8 @@ pub struct Query<'a> {
     pub query_embedding: Option<&'a [f32]>,
     /// How many recency candidates to offer.
     pub recency_limit: usize,
+    /// How many hard rules (kind `negative`) to offer whether or not they match.
+    pub rules_limit: usize,
     /// Also return rows superseded at the horizon (MQL `valid_only: false`).
     pub include_superseded: bool,
 }
@@ -84,6 +89,7 @@ impl<'a> Query<'a> {
             horizon_jd: time::julian(horizon),
             query_embedding: None,
             recency_limit: RECENCY_LIMIT,
+            rules_limit: RULES_LIMIT,
             include_superseded: false,
         }
     }
@@ -273,6 +279,17 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
+    // hard rules
+    let mut rules = HashSet::new();
+    let mut rules_order = Vec::new();
+    if q.rules_limit > 0 {
+        for m in recency::rules(conn, q, q.rules_limit).map_err(sql_err)? {
+            let i = pool.add(m);
+            rules.insert(i);
+            rules_order.push(i);
+        }
+    }
+
     let fused = fuse::rrf(&[&fts_rank, &vector_rank, &entity_rank], |i| pool.mems[i].id.clone());
     let active = [&fts_rank, &vector_rank, &entity_rank].iter().filter(|r| !r.is_empty()).count();
     let basis = if user_vector && active == 1 && !vector_rank.is_empty() {
@@ -317,6 +334,9 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         if recent.contains(&i) {
             retrievers.push("recency");
         }
+        if rules.contains(&i) {
+            retrievers.push("constraints");
+        }
         let matched = matched_of[i].take().unwrap_or_default();
         let entity_only = in_entity.contains(&i) && !in_fts.contains(&i) && !(user_vector && in_vector.contains(&i));
         Some(Candidate { mem, relevance, basis, retrievers, matched_terms: matched, fused_rank: rank, entity_only })
@@ -328,7 +348,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
             out.candidates.push(c);
         }
     }
-    for i in recency_order {
+    for i in recency_order.into_iter().chain(rules_order) {
         if seen.insert(i) {
             if let Some(c) = make(i, None, None, None) {
                 out.candidates.push(c);
