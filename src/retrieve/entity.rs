@@ -11,6 +11,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Most memories one task's entities can bring in.
 pub const ENTITY_LIMIT: usize = 200;
+/// An entity linked to more than this share of the store's memories (and to more than
+/// [`COMMON_MIN_LINKS`]) is *common*: like a stopword, it is too unselective to admit memories on its
+/// own. It still re-ranks: memories other retrievers found that name it rank higher.
+pub const COMMON_SHARE: f64 = 0.10;
+/// Below this many links an entity is never common (small stores keep entity retrieval).
+pub const COMMON_MIN_LINKS: i64 = 20;
 /// Longest entity name, in words, that the gazetteer recognises.
 const MAX_NAME_WORDS: usize = 8;
 
@@ -142,6 +148,43 @@ pub fn gazetteer(conn: &Connection) -> rusqlite::Result<Arc<Gazetteer>> {
         c.insert(key, (gen, gz.clone()));
     }
     Ok(gz)
+}
+
+/// Splits entity ids into (selective, common) by how many memories link to them, against the size
+/// of the store (its largest rid, an O(log n) stand-in for the row count).
+pub fn split_common(conn: &Connection, entity_ids: &[i64]) -> rusqlite::Result<(Vec<i64>, Vec<i64>)> {
+    if entity_ids.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let n: i64 = conn.query_row("SELECT coalesce(max(rid), 0) FROM cmp_memories", [], |r| r.get(0))?;
+    let threshold = COMMON_MIN_LINKS.max((COMMON_SHARE * n as f64) as i64);
+    let mut st =
+        conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM cmp_memory_entities WHERE entity_id = ?1 LIMIT ?2)")?;
+    let (mut selective, mut common) = (Vec::new(), Vec::new());
+    for &e in entity_ids {
+        let links: i64 = st.query_row(rusqlite::params![e, threshold + 1], |r| r.get(0))?;
+        if links > threshold {
+            common.push(e);
+        } else {
+            selective.push(e);
+        }
+    }
+    Ok((selective, common))
+}
+
+/// Of the memories `rids`, those linked to any of `entity_ids`.
+pub fn linked(conn: &Connection, entity_ids: &[i64], rids: &[i64]) -> rusqlite::Result<std::collections::HashSet<i64>> {
+    if entity_ids.is_empty() || rids.is_empty() {
+        return Ok(Default::default());
+    }
+    let mut st = conn.prepare_cached(
+        "SELECT DISTINCT rid FROM cmp_memory_entities
+         WHERE entity_id IN (SELECT value FROM json_each(?1)) AND rid IN (SELECT value FROM json_each(?2))",
+    )?;
+    let e = serde_json::to_string(entity_ids).unwrap_or_else(|_| "[]".into());
+    let r = serde_json::to_string(rids).unwrap_or_else(|_| "[]".into());
+    let rows = st.query_map([e, r], |x| x.get(0))?;
+    rows.collect()
 }
 
 /// Memories linked to any of `entity_ids`, most links first, then newest.

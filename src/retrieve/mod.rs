@@ -215,10 +215,11 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     let gz = entity::gazetteer(conn).map_err(sql_err)?;
     let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
     out.entities = names;
+    let (selective, common) = entity::split_common(conn, &entity_ids).map_err(sql_err)?;
     let task_vec = vector::hash_embed(q.task);
     let mut entity_rank = Vec::new();
     {
-        let rows = entity::search(conn, q, &entity_ids).map_err(sql_err)?;
+        let rows = entity::search(conn, q, &selective).map_err(sql_err)?;
         // Within the linked memories: more task entities first, then closeness to the task text
         // (hashing embedder), then newest. A bare link says little; the text says which link matters.
         let mut scored: Vec<(i64, f32, usize)> = Vec::with_capacity(rows.len());
@@ -233,6 +234,18 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
                 .then_with(|| pool.mems[a.2].id.cmp(&pool.mems[b.2].id))
         });
         entity_rank.extend(scored.into_iter().map(|s| s.2));
+        // Common entities only re-rank: the memories full-text search found that name one of them
+        // follow, in their full-text order.
+        if !common.is_empty() {
+            let rids: Vec<i64> = fts_rank.iter().map(|&i| pool.mems[i].rid).collect();
+            let named = entity::linked(conn, &common, &rids).map_err(sql_err)?;
+            let have: HashSet<usize> = entity_rank.iter().copied().collect();
+            for &i in &fts_rank {
+                if named.contains(&pool.mems[i].rid) && !have.contains(&i) {
+                    entity_rank.push(i);
+                }
+            }
+        }
     }
 
     // vector
