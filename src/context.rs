@@ -138,7 +138,9 @@ pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
     let intent = intent::detect(req.task);
     let mut q = Query::new(req.task, &o.scope, o.horizon());
     q.query_embedding = o.query_embedding.as_deref();
-    q.recency_limit = if intent == intent::Intent::Recall { RECALL_RECENCY } else { retrieve::RECENCY_LIMIT };
+    if intent == intent::Intent::Recall {
+        q.recency_limit = RECALL_RECENCY;
+    }
     let r = retrieve::retrieve(conn, req.func, &q)?;
     let mut items: Vec<Item> = r.candidates.into_iter().map(|c| item_from_candidate(c, o.now)).collect();
     items.extend(open_loops(conn, req.func, &o.scope, &r.terms, o.now)?);

@@ -352,7 +352,8 @@ fn legend_is_constant_and_complete() {
 fn items_carry_values_not_inventions() {
     let conn = open();
     let s = seed(&conn);
-    let v = pack(&conn, "when is the atlas launch review", None, None);
+    // "latest" asks about what is recent, so the newest memories are offered too (with no score).
+    let v = pack(&conn, "what is the latest on the atlas launch review", None, None);
     assert_envelope(&v, "seeded");
     // confidence = confidence, else trust; null when neither.
     let conf = find(&v, &s.fact_conf).expect("fact with confidence packed");

@@ -11,7 +11,7 @@ pub const RRF_K: f64 = 60.0;
 pub struct Fused {
     /// Pool index.
     pub item: usize,
-    /// Σ 1/(k + rank) over rankings, divided by the best possible sum (rank 1 everywhere).
+    /// Σ 1/(k + rank) over rankings, rescaled to [0, 1] over the fused list (best 1, weakest 0).
     pub relevance: f64,
     /// 1-based position in the fused order.
     pub rank: usize,
@@ -32,9 +32,17 @@ pub fn rrf<K: Ord>(rankings: &[&[usize]], tiebreak: impl Fn(usize) -> K) -> Vec<
     let best = active as f64 / (RRF_K + 1.0);
     let mut v: Vec<(usize, f64)> = score.into_iter().collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| tiebreak(a.0).cmp(&tiebreak(b.0))));
+    // Relevance is the fused score rescaled over this candidate list (best 1, weakest 0): RRF scores
+    // are flat (rank 1 and rank 100 differ by less than 3x), and the packer weighs relevance against
+    // tokens, so an unscaled score would let short, barely matching memories crowd out strong ones.
+    let top = v.first().map_or(best, |x| x.1);
+    let low = v.last().map_or(0.0, |x| x.1);
     v.into_iter()
         .enumerate()
-        .map(|(i, (item, s))| Fused { item, relevance: round6((s / best).min(1.0)), rank: i + 1 })
+        .map(|(i, (item, s))| {
+            let r = if top > low { (s - low) / (top - low) } else { 1.0 };
+            Fused { item, relevance: round6(r.clamp(0.0, 1.0)), rank: i + 1 }
+        })
         .collect()
 }
 

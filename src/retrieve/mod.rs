@@ -80,7 +80,9 @@ impl<'a> Query<'a> {
         }
     }
 
-    /// A query at `horizon`.
+    /// A query at `horizon`. The newest memories are offered (with no score) only to a task that asks
+    /// about what is recent ([`asks_for_recent`]) or is empty: for any other task an unmatched memory
+    /// is a guess, and it would take budget from memories that match.
     pub fn new(task: &'a str, scope: &'a str, horizon: Epoch) -> Self {
         Query {
             task,
@@ -88,11 +90,42 @@ impl<'a> Query<'a> {
             horizon,
             horizon_jd: time::julian(horizon),
             query_embedding: None,
-            recency_limit: RECENCY_LIMIT,
+            recency_limit: if asks_for_recent(task) { RECENCY_LIMIT } else { 0 },
             rules_limit: RULES_LIMIT,
             include_superseded: false,
         }
     }
+}
+
+/// Words that make a task about what is recent.
+const RECENT_CUES: &[&str] = &[
+    "recent",
+    "recently",
+    "latest",
+    "lately",
+    "newest",
+    "new",
+    "news",
+    "today",
+    "yesterday",
+    "tonight",
+    "week",
+    "month",
+    "current",
+    "currently",
+    "now",
+    "update",
+    "updates",
+    "happened",
+    "happening",
+    "status",
+    "since",
+];
+
+/// True for an empty task or one that asks about what is recent ("what happened this week?").
+pub fn asks_for_recent(task: &str) -> bool {
+    let words = text::words(task);
+    words.is_empty() || words.iter().any(|w| RECENT_CUES.contains(&w.as_str()))
 }
 
 /// One retrieved memory with its provenance.

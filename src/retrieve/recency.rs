@@ -10,7 +10,7 @@ use rusqlite::{named_params, Connection};
 pub fn search(conn: &Connection, q: &Query<'_>, limit: usize) -> rusqlite::Result<Vec<Memory>> {
     let eligible = q.eligible();
     let sql = format!(
-        "SELECT {MEMORY_COLS} FROM cmp_memories AS m INDEXED BY cmp_memories_scope_time
+        "SELECT {MEMORY_COLS} FROM cmp_memories AS m
          WHERE {eligible} AND {VISIBLE}
          ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n"
     );
@@ -24,7 +24,7 @@ pub fn search(conn: &Connection, q: &Query<'_>, limit: usize) -> rusqlite::Resul
 pub fn rules(conn: &Connection, q: &Query<'_>, limit: usize) -> rusqlite::Result<Vec<Memory>> {
     let eligible = q.eligible();
     let sql = format!(
-        "SELECT {MEMORY_COLS} FROM cmp_memories AS m INDEXED BY cmp_memories_rules
+        "SELECT {MEMORY_COLS} FROM cmp_memories AS m
          WHERE m.kind = 'negative' AND {eligible} AND {VISIBLE}
          ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n"
     );
