@@ -300,8 +300,20 @@ pub fn recency_decay(age_days: f64) -> f64 {
     (-age_days.max(0.0) / 30.0).exp2()
 }
 
-/// utility = prior[layer] × (w_rel·relevance + w_rec·decay + w_auth·trust).
+/// Relevance assumed for an item offered without a match score (a hard rule, an open task, the newest
+/// memories for a task about what is recent): each was offered for a reason, none by a match.
+pub const UNSCORED_RELEVANCE: f64 = 0.5;
+
+/// utility = prior[layer] × relevance × (w_rel + w_rec·decay + w_auth·trust).
+///
+/// **ours**: the reference adds the three terms (w_rel·relevance + w_rec·decay + w_auth·trust), so a
+/// fresh or trusted memory that does not match the task outranks an older one that does (with claude's
+/// weights a barely matching memory from yesterday beats the best match from last month). Here
+/// relevance scales recency and authority: among memories that match, newer and more trusted ones win;
+/// a memory that does not match gets little, however new. Items without a score count as
+/// [`UNSCORED_RELEVANCE`].
 pub fn utility(item: &Item, prior: f64, profile: &Profile) -> f64 {
     let (wr, wc, wa) = profile.weights;
-    prior * (wr * item.relevance.unwrap_or(0.0) + wc * recency_decay(item.age_days) + wa * item.trust)
+    let r = item.relevance.unwrap_or(UNSCORED_RELEVANCE);
+    prior * r * (wr + wc * recency_decay(item.age_days) + wa * item.trust)
 }
