@@ -7,6 +7,14 @@ use unicode_normalization::UnicodeNormalization;
 
 /// Lowercased, diacritic-free alphanumeric words of `s`, in order.
 pub fn words(s: &str) -> Vec<String> {
+    if s.is_ascii() {
+        // Fast path: no diacritics to strip, ASCII case folding.
+        return s
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_ascii_lowercase)
+            .collect();
+    }
     let mut out = Vec::new();
     let mut cur = String::new();
     for c in s.nfd() {

@@ -28,17 +28,19 @@ pub fn embed_analysed(words: &[(String, String)]) -> Vec<f32> {
         let sign = if (h >> 63) == 0 { 1.0 } else { -1.0 };
         v[idx] += sign * w;
     };
-    let mut tri = String::new();
+    let mut padded: Vec<u8> = Vec::new();
     for (st, w) in words {
         if text::is_stopword(w) {
             continue;
         }
         add(st.as_bytes(), 1.0);
-        let padded: Vec<char> = std::iter::once(' ').chain(w.chars()).chain(std::iter::once(' ')).collect();
+        // Byte trigrams of " word ": the same features for the same text on every platform.
+        padded.clear();
+        padded.push(b' ');
+        padded.extend_from_slice(w.as_bytes());
+        padded.push(b' ');
         for t in padded.windows(3) {
-            tri.clear();
-            tri.extend(t);
-            add(tri.as_bytes(), TRIGRAM_WEIGHT);
+            add(t, TRIGRAM_WEIGHT);
         }
     }
     normalise(&mut v);
