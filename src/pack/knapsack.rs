@@ -32,21 +32,25 @@ struct Entry {
 
 struct Sequence<'a> {
     items: &'a [Item],
-    entries: HashMap<usize, Entry>,
-    /// Pool indexes in a fixed order, so iteration is deterministic.
+    /// Entry of each item (None outside the pool), indexed like `items`.
+    entries: Vec<Option<Entry>>,
+    /// Pool indexes still holding a step, in a fixed order, so iteration is deterministic.
     order: Vec<usize>,
     first: Option<Step>,
 }
 
 impl Sequence<'_> {
     fn admitted(&mut self, idx: usize) {
-        let Some(e) = self.entries.get_mut(&idx) else { return };
+        let Some(e) = self.entries.get_mut(idx).and_then(Option::as_mut) else { return };
         let full_left: usize = e.upgrades.iter().map(|s| s.cost).sum();
         let m = 1.0 - MMR_PENALTY * e.max_sim;
         e.up_density = if full_left == 0 { 0.0 } else { (1.0 - e.share) * e.util * m / full_left as f64 };
-        let set = e.set.clone();
-        for (&j, other) in self.entries.iter_mut() {
-            if j != idx && other.admit.is_some() {
+        let set = std::mem::take(&mut e.set);
+        for &j in &self.order {
+            if j == idx {
+                continue;
+            }
+            if let Some(other) = self.entries[j].as_mut().filter(|o| o.admit.is_some()) {
                 other.max_sim = other.max_sim.max(text::jaccard(&set, &other.set));
             }
         }
@@ -64,7 +68,7 @@ impl Iterator for Sequence<'_> {
         // (density, is_upgrade, ref, idx); ties: lower ref, then admissions before upgrades.
         let mut best: Option<(f64, bool, &str, usize)> = None;
         for &i in &self.order {
-            let e = &self.entries[&i];
+            let Some(e) = &self.entries[i] else { continue };
             let r = self.items[i].r#ref.as_str();
             let cand = match (&e.admit, e.upgrades.front()) {
                 (Some(a), _) => {
@@ -83,14 +87,19 @@ impl Iterator for Sequence<'_> {
             }
         }
         let (_, up, _, i) = best?;
-        let e = self.entries.get_mut(&i)?;
-        if up {
+        let e = self.entries[i].as_mut()?;
+        let step = if up {
             e.upgrades.pop_front()
         } else {
-            let s = e.admit.take()?;
+            let s = e.admit.take();
             self.admitted(i);
-            Some(s)
+            s
+        };
+        // Items with nothing left to give leave the scan.
+        if self.entries[i].as_ref().is_some_and(|e| e.admit.is_none() && e.upgrades.is_empty()) {
+            self.order.retain(|&j| j != i);
         }
+        step
     }
 }
 
@@ -125,7 +134,7 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
 
     let floor_idx = pool.iter().copied().find(|&i| items[i].layer == Layer::Constraints);
     let mut first = None;
-    let mut entries = HashMap::new();
+    let mut entries: Vec<Option<Entry>> = (0..items.len()).map(|_| None).collect();
     for &i in &pool {
         let it = &items[i];
         let pl = if Some(i) == floor_idx {
@@ -141,18 +150,15 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
         };
         let share = if pl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
         let admit = if first.as_ref().is_some_and(|f| f.item == i) { None } else { Some(pl.admit) };
-        entries.insert(
-            i,
-            Entry {
-                util: util[i],
-                set: text::word_set(&it.content),
-                max_sim: 0.0,
-                admit,
-                share,
-                upgrades: pl.upgrades,
-                up_density: 0.0,
-            },
-        );
+        entries[i] = Some(Entry {
+            util: util[i],
+            set: text::word_set(&it.content),
+            max_sim: 0.0,
+            admit,
+            share,
+            upgrades: pl.upgrades,
+            up_density: 0.0,
+        });
     }
     let seq = Sequence { items: &items, entries, order: pool.clone(), first };
     let (mut state, used, _) = take_prefix(items.len(), seq, p.budget);

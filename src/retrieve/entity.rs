@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Most memories one task's entities can bring in.
 pub const ENTITY_LIMIT: usize = 200;
-/// An entity linked to more than this share of the store's memories (and to more than
-/// [`COMMON_MIN_LINKS`]) is *common*: like a stopword, it is too unselective to admit memories on its
-/// own. It still re-ranks: memories other retrievers found that name it rank higher.
+/// An entity linked to more than this share of the store's memories, or to more than
+/// [`ENTITY_LIMIT`] (and always to more than [`COMMON_MIN_LINKS`]), is *common*: like a stopword, it
+/// is too unselective to admit memories on its own. It still re-ranks: memories other retrievers found
+/// that name it rank higher.
 pub const COMMON_SHARE: f64 = 0.10;
 /// Below this many links an entity is never common (small stores keep entity retrieval).
 pub const COMMON_MIN_LINKS: i64 = 20;
@@ -157,7 +158,10 @@ pub fn split_common(conn: &Connection, entity_ids: &[i64]) -> rusqlite::Result<(
         return Ok((Vec::new(), Vec::new()));
     }
     let n: i64 = conn.query_row("SELECT coalesce(max(rid), 0) FROM cmp_memories", [], |r| r.get(0))?;
-    let threshold = COMMON_MIN_LINKS.max((COMMON_SHARE * n as f64) as i64);
+    // More links than the retriever returns also makes an entity common: it could only ever admit an
+    // arbitrary (newest) slice of its memories, and scanning them all would cost as much as the
+    // full-text search itself.
+    let threshold = COMMON_MIN_LINKS.max(((COMMON_SHARE * n as f64) as i64).min(ENTITY_LIMIT as i64));
     let mut st =
         conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM cmp_memory_entities WHERE entity_id = ?1 LIMIT ?2)")?;
     let (mut selective, mut common) = (Vec::new(), Vec::new());
