@@ -209,7 +209,10 @@ fn recency_only_rows_have_no_relevance() {
                 .occurred_at(&format!("2026-05-2{i}T09:00:00Z")),
         );
     }
-    for task in ["", "what happened recently?", "zebra"] {
+    // An unrelated task gets no recency rows: the newest memories are offered only to a task about
+    // what is recent, or an empty one.
+    assert!(search(&conn, "zebra").is_empty());
+    for task in ["", "what happened recently?", "any zebra news"] {
         let hits = search(&conn, task);
         assert_eq!(hits.len(), 3, "{task:?}");
         for h in &hits {

@@ -43,11 +43,18 @@ pub const VECTOR_LIMIT: usize = 200;
 /// Newest memories offered by the recency retriever.
 pub const RECENCY_LIMIT: usize = 10;
 
+/// Strongest full-text matches whose neighbours in time are offered as context.
+pub const CONTEXT_ANCHORS: usize = 8;
+/// Neighbours taken on each side of an anchor.
+pub const CONTEXT_NEIGHBOURS: usize = 2;
+/// Neighbours further apart than this (seconds) are not context.
+pub const CONTEXT_WINDOW_SECS: f64 = 3600.0;
+
 /// Hard rules offered to every pack.
 pub const RULES_LIMIT: usize = 20;
 
 /// The retrievers, in the order `why.retrievers` lists them.
-pub const RETRIEVERS: [&str; 5] = ["fts", "vector", "entity", "recency", "constraints"];
+pub const RETRIEVERS: [&str; 6] = ["fts", "vector", "entity", "context", "recency", "constraints"];
 
 /// What to retrieve.
 #[derive(Debug, Clone)]
@@ -244,6 +251,23 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
+    // context: the memories recorded right around the strongest matches. A memory rarely stands
+    // alone: the message before a match often asks the question it answers, the one after often
+    // completes it. Fused as one more ranking (in the order of their anchors).
+    let mut context_rank = Vec::new();
+    {
+        let anchors: Vec<usize> = fts_rank.iter().copied().take(CONTEXT_ANCHORS).collect();
+        for a in anchors {
+            let m = pool.mems[a].clone();
+            for n in recency::around(conn, q, &m, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS).map_err(sql_err)? {
+                let i = pool.add(n);
+                if !context_rank.contains(&i) {
+                    context_rank.push(i);
+                }
+            }
+        }
+    }
+
     // entity
     let gz = entity::gazetteer(conn).map_err(sql_err)?;
     let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
@@ -336,8 +360,8 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
-    let fused = fuse::rrf(&[&fts_rank, &vector_rank, &entity_rank], |i| pool.mems[i].id.clone());
-    let active = [&fts_rank, &vector_rank, &entity_rank].iter().filter(|r| !r.is_empty()).count();
+    let fused = fuse::rrf(&[&fts_rank, &vector_rank, &entity_rank, &context_rank], |i| pool.mems[i].id.clone());
+    let active = [&fts_rank, &vector_rank, &entity_rank, &context_rank].iter().filter(|r| !r.is_empty()).count();
     let basis = if user_vector && active == 1 && !vector_rank.is_empty() {
         "cosine"
     } else if active >= 2 {
@@ -348,6 +372,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     let in_fts: HashSet<usize> = fts_rank.iter().copied().collect();
     let in_entity: HashSet<usize> = entity_rank.iter().copied().collect();
     let in_vector: HashSet<usize> = vector_rank.iter().copied().collect();
+    let in_context: HashSet<usize> = context_rank.iter().copied().collect();
     let mut seen = HashSet::new();
     let term_set: HashSet<&str> = terms.iter().map(String::as_str).collect();
     // matched_terms: the stemmed task terms present in each memory.
@@ -372,7 +397,8 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     let mut make = |i: usize, relevance: Option<f64>, basis: Option<&'static str>, rank: Option<usize>| {
         let mem = mems[i].take()?;
         let mut retrievers = Vec::new();
-        for (name, set) in [("fts", &in_fts), ("vector", &in_vector), ("entity", &in_entity)] {
+        for (name, set) in [("fts", &in_fts), ("vector", &in_vector), ("entity", &in_entity), ("context", &in_context)]
+        {
             if set.contains(&i) {
                 retrievers.push(name);
             }

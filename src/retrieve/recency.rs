@@ -33,3 +33,32 @@ pub fn rules(conn: &Connection, q: &Query<'_>, limit: usize) -> rusqlite::Result
         st.query_map(named_params! {":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64}, memory_from_row)?;
     rows.collect()
 }
+
+/// The `k` memories recorded right before and the `k` right after `m` (by occurred_at, else
+/// captured_at) within `window` seconds: the context of a strong match, e.g. the messages around it
+/// in a conversation.
+pub fn around(conn: &Connection, q: &Query<'_>, m: &Memory, k: usize, window: f64) -> rusqlite::Result<Vec<Memory>> {
+    let when = m.occurred_at.as_deref().unwrap_or(&m.captured_at);
+    let Some(t) = crate::time::parse(when) else { return Ok(Vec::new()) };
+    let eligible = q.eligible();
+    let mut out = Vec::new();
+    for (cmp, order) in [("<", "DESC"), (">", "ASC")] {
+        let sql = format!(
+            "SELECT {MEMORY_COLS} FROM cmp_memories AS m
+             WHERE m.scope = :scope AND coalesce(m.occurred_at, m.captured_at) {cmp} :t AND m.rid <> :rid
+               AND {eligible} AND {VISIBLE}
+             ORDER BY coalesce(m.occurred_at, m.captured_at) {order}, m.id LIMIT :k"
+        );
+        let mut st = conn.prepare_cached(&sql)?;
+        let mut rows =
+            st.query(named_params! {":scope": q.scope, ":t": when, ":rid": m.rid, ":h": q.horizon_jd, ":k": k as i64})?;
+        while let Some(r) = rows.next()? {
+            let n = memory_from_row(r)?;
+            let nt = crate::time::parse(n.occurred_at.as_deref().unwrap_or(&n.captured_at));
+            if nt.is_some_and(|x| (x - t).abs() <= window) {
+                out.push(n);
+            }
+        }
+    }
+    Ok(out)
+}
