@@ -645,6 +645,49 @@ pub fn insert(conn: &Connection, rows: &[Row]) -> rusqlite::Result<()> {
     tx.commit()
 }
 
+/// Inserts `rows` the bulk way: into a plain staging table first, then into `cmp_memories` with one
+/// `INSERT … SELECT` statement. The triggers still index every row; FTS5 flushes its pending terms
+/// once per statement instead of once per row.
+pub fn insert_staged(conn: &Connection, rows: &[Row]) -> rusqlite::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    tx.execute_batch(
+        "CREATE TEMP TABLE stage(id, content, summary, kind, occurred_at, captured_at, source_url, confidence,
+           trust, entities, superseded_by, superseded_at, conflict, redacted, scope, embedding)",
+    )?;
+    {
+        let mut st = tx.prepare(
+            "INSERT INTO stage VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        )?;
+        for x in rows {
+            st.execute(params![
+                x.id,
+                x.content,
+                x.summary,
+                x.kind,
+                x.occurred_at,
+                x.captured_at,
+                x.source_url,
+                x.confidence,
+                x.trust,
+                x.entities,
+                x.superseded_by,
+                x.superseded_at,
+                i64::from(x.conflict),
+                i64::from(x.redacted),
+                x.scope,
+                x.embedding,
+            ])?;
+        }
+    }
+    tx.execute_batch(
+        "INSERT INTO cmp_memories(id, content, summary, kind, occurred_at, captured_at, source_url, confidence, trust,
+           entities, superseded_by, superseded_at, conflict, redacted, scope, embedding)
+         SELECT * FROM stage ORDER BY rowid;
+         DROP TABLE stage;",
+    )?;
+    tx.commit()
+}
+
 // ----------------------------------------------------------------------------------------- tasks
 
 /// A fixed set of `n` benchmark tasks from the same vocabulary and entity names: a mix of answer,
