@@ -159,12 +159,24 @@ pub fn initialized(conn: &Connection) -> bool {
     meta(conn, "schema_version").is_some()
 }
 
+/// 1 when a row (alias `m`) is redacted, read as retrieval reads it: anything but 0 or NULL, also a
+/// text or a real, counts as redacted.
+const REDACTED_FLAG: &str = "NOT (m.redacted = 0 OR m.redacted IS NULL)";
+
+/// A text column, or "" for NULL, blobs and numbers (a scope that is not text matches no scope).
+fn text_or_empty(r: &Row<'_>, i: usize) -> String {
+    match r.get_ref(i) {
+        Ok(rusqlite::types::ValueRef::Text(t)) => String::from_utf8_lossy(t).into_owned(),
+        _ => String::new(),
+    }
+}
+
 /// Loads memories by id (any scope, any state): callers filter.
 pub fn memory_by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<(Memory, String, bool)>> {
     conn.query_row(
-        &format!("SELECT {MEMORY_COLS}, m.scope, coalesce(m.redacted, 0) FROM cmp_memories m WHERE m.id = ?1"),
+        &format!("SELECT {MEMORY_COLS}, m.scope, {REDACTED_FLAG} FROM cmp_memories m WHERE m.id = ?1"),
         [id],
-        |r| Ok((memory_from_row(r)?, r.get::<_, String>(14)?, r.get::<_, i64>(15)? != 0)),
+        |r| Ok((memory_from_row(r)?, text_or_empty(r, 14), r.get::<_, i64>(15)? != 0)),
     )
     .optional()
 }
@@ -182,9 +194,15 @@ pub fn live_head(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<O
     for _ in 0..16 {
         let row: Option<(Option<String>, String, i64)> = conn
             .query_row(
-                "SELECT superseded_by, scope, coalesce(redacted, 0) FROM cmp_memories WHERE id = ?1",
+                &format!("SELECT m.superseded_by, m.scope, {REDACTED_FLAG} FROM cmp_memories AS m WHERE m.id = ?1"),
                 [&cur],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| {
+                    let next = match r.get_ref(0)? {
+                        rusqlite::types::ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                        _ => None,
+                    };
+                    Ok((next, text_or_empty(r, 1), r.get(2)?))
+                },
             )
             .optional()?;
         let Some((next, s, red)) = row else {
@@ -282,15 +300,15 @@ pub fn ref_status(
     let mut seen = std::collections::HashSet::new();
     {
         let mut st = conn.prepare_cached(
-            "SELECT m.id, m.scope, coalesce(m.redacted, 0), m.superseded_by,
+            "SELECT m.id, m.scope, NOT (m.redacted = 0 OR m.redacted IS NULL), m.superseded_by,
                     m.superseded_by IS NOT NULL AND NOT coalesce(julianday(m.superseded_at) > ?3, 0)
                       AND EXISTS (SELECT 1 FROM cmp_memories AS s WHERE s.id = m.superseded_by)
              FROM cmp_memories AS m WHERE m.id IN (SELECT value FROM json_each(?1))",
         )?;
         let mut rows = st.query(params![ids, scope, h])?;
         while let Some(r) = rows.next()? {
-            let id: String = r.get(0)?;
-            let s: String = r.get(1)?;
+            let id = text_or_empty(r, 0);
+            let s = text_or_empty(r, 1);
             let red: i64 = r.get(2)?;
             let sup: bool = r.get(4)?;
             seen.insert(id.clone());

@@ -33,9 +33,14 @@ pub fn words(s: &str) -> Vec<String> {
     out
 }
 
+/// Words longer than this are not stemmed.
+pub const MAX_STEM_BYTES: usize = 64;
+
 /// Porter stem of one lowercase word (the algorithm FTS5's `porter` tokenizer applies).
 pub fn stem(word: &str) -> String {
-    if word.chars().count() <= 2 || !word.is_ascii() {
+    // Longer than FTS5's porter stemmer handles (it leaves such words alone too); the stemmer's
+    // cost grows with the square of the word's length.
+    if word.chars().count() <= 2 || word.len() > MAX_STEM_BYTES || !word.is_ascii() {
         return word.to_string();
     }
     porter_stemmer::stem(word)
@@ -268,13 +273,16 @@ pub fn head_sentence(s: &str) -> Option<&str> {
 
 /// The first `max_chars` Unicode scalar values of `s`, ending in `…` when cut.
 pub fn truncate_chars(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        return s.to_string();
-    }
+    // Only the first max_chars + 1 characters are looked at, however long `s` is.
     if max_chars == 0 {
         return String::new();
     }
-    let mut out: String = s.chars().take(max_chars - 1).collect();
+    // Byte offsets of the characters at positions max_chars - 1 and max_chars.
+    let mut ends = s.char_indices().map(|(i, _)| i).skip(max_chars - 1);
+    let (Some(keep), Some(_)) = (ends.next(), ends.next()) else {
+        return s.to_string();
+    };
+    let mut out = s[..keep].to_string();
     out.push('…');
     out
 }
@@ -309,5 +317,9 @@ mod tests {
         assert_eq!(head_sentence("One. Two."), Some("One."));
         assert_eq!(head_sentence("v1.2 is out"), None);
         assert_eq!(truncate_chars("abcdef", 4), "abc…");
+        assert_eq!(truncate_chars("abcde", 4), "abc…");
+        assert_eq!(truncate_chars("abcd", 4), "abcd");
+        assert_eq!(truncate_chars("ééééé", 3), "éé…");
+        assert_eq!(truncate_chars("abc", 0), "");
     }
 }

@@ -204,9 +204,12 @@ fn cut(content: &str, profile: &Profile, tokens: usize) -> String {
 /// [`MAX_STEP_TOKENS`] tokens.
 fn upgrades(idx: usize, item: &Item, profile: &Profile, from: usize) -> std::collections::VecDeque<Step> {
     let full = profile.item_cost(&item.content);
+    // No step beyond the profile's largest budget can ever be taken: stop there, so a memory of
+    // megabytes costs no more steps (and no more copies) than one that fills the largest pack.
+    let ceiling = full.min(profile.pack_token_budget as usize + MAX_STEP_TOKENS);
     let mut out = std::collections::VecDeque::new();
     let mut cur = from;
-    while cur < full {
+    while cur < ceiling {
         if full - cur <= MAX_STEP_TOKENS {
             out.push_back(Step { item: idx, content: item.content.clone(), compressed: None, cost: full - cur });
             break;
