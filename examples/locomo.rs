@@ -166,32 +166,9 @@ fn parse_args() -> Res<Args> {
 
 // ------------------------------------------------------------------------------------------ data
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
+/// ISO-8601 (UTC, whole seconds) of Unix seconds: the extension's own formatter.
 fn iso(epoch: i64) -> String {
-    let (y, m, d) = civil_from_days(epoch.div_euclid(86_400));
-    let r = epoch.rem_euclid(86_400);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", r / 3600, r % 3600 / 60, r % 60)
+    cmp::time::format(epoch as f64)
 }
 
 /// Parses LoCoMo's `"1:56 pm on 8 May, 2023"` into Unix seconds (the data carries no zone: UTC).
@@ -234,7 +211,9 @@ fn parse_session_date(s: &str) -> Option<i64> {
     if !(1..=31).contains(&day) {
         return None;
     }
-    Some(days_from_civil(year, m, day) * 86_400 + h * 3600 + mi * 60)
+    // The extension's own parser validates the date and does the calendar arithmetic.
+    let midnight = cmp::time::parse(&format!("{year:04}-{m:02}-{day:02}"))? as i64;
+    Some(midnight + h * 3600 + mi * 60)
 }
 
 /// `"D30:05"` → `(30, 5)`; None for anything that is not `D<session>:<turn>`.

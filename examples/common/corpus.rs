@@ -13,7 +13,7 @@
 //! - ~0.5% redacted rows and two scopes (90/10) for the confinement rules;
 //! - optional 384-dimensional user embeddings (unit vectors) on a share of rows.
 
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 use serde_json::json;
 
 /// Bumped whenever the generator's output changes, so a cached database is regenerated.
@@ -611,6 +611,28 @@ pub fn generate(seed: u64, n: usize, embed_every: usize) -> Vec<Row> {
     rows
 }
 
+/// The sixteen column values of a row, in `cmp_memories` column order.
+fn row_params(x: &Row) -> Vec<&dyn rusqlite::ToSql> {
+    vec![
+        &x.id,
+        &x.content,
+        &x.summary,
+        &x.kind,
+        &x.occurred_at,
+        &x.captured_at,
+        &x.source_url,
+        &x.confidence,
+        &x.trust,
+        &x.entities,
+        &x.superseded_by,
+        &x.superseded_at,
+        if x.conflict { &1i64 } else { &0i64 },
+        if x.redacted { &1i64 } else { &0i64 },
+        &x.scope,
+        &x.embedding,
+    ]
+}
+
 /// Inserts `rows` into `cmp_memories` (schema from `cmp_init`) in one transaction with one
 /// prepared statement, so cmp's triggers maintain every index.
 pub fn insert(conn: &Connection, rows: &[Row]) -> rusqlite::Result<()> {
@@ -622,24 +644,7 @@ pub fn insert(conn: &Connection, rows: &[Row]) -> rusqlite::Result<()> {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         )?;
         for x in rows {
-            st.execute(params![
-                x.id,
-                x.content,
-                x.summary,
-                x.kind,
-                x.occurred_at,
-                x.captured_at,
-                x.source_url,
-                x.confidence,
-                x.trust,
-                x.entities,
-                x.superseded_by,
-                x.superseded_at,
-                i64::from(x.conflict),
-                i64::from(x.redacted),
-                x.scope,
-                x.embedding,
-            ])?;
+            st.execute(row_params(x).as_slice())?;
         }
     }
     tx.commit()
@@ -659,24 +664,7 @@ pub fn insert_staged(conn: &Connection, rows: &[Row]) -> rusqlite::Result<()> {
             "INSERT INTO stage VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         )?;
         for x in rows {
-            st.execute(params![
-                x.id,
-                x.content,
-                x.summary,
-                x.kind,
-                x.occurred_at,
-                x.captured_at,
-                x.source_url,
-                x.confidence,
-                x.trust,
-                x.entities,
-                x.superseded_by,
-                x.superseded_at,
-                i64::from(x.conflict),
-                i64::from(x.redacted),
-                x.scope,
-                x.embedding,
-            ])?;
+            st.execute(row_params(x).as_slice())?;
         }
     }
     tx.execute_batch(
