@@ -126,8 +126,7 @@ pub fn coverage(pack: &Pack, pending: usize) -> Value {
 
 /// The canonical pack (items, model, budget, coverage; never session delta, receipt or clock) and
 /// its sha256.
-pub fn canonical(model: &str, pack: &Pack, pending: usize) -> (String, String) {
-    let items: Vec<Value> = pack.items.iter().map(memory_object).collect();
+pub fn canonical(model: &str, pack: &Pack, pending: usize, items: &[Value]) -> (String, String) {
     let c = json!({"model": model, "budget": budget(pack), "coverage": coverage(pack, pending), "items": items})
         .to_string();
     let sha = hex(&Sha256::digest(c.as_bytes()));
@@ -171,6 +170,8 @@ pub struct Parts<'a> {
     pub pack: &'a Pack,
     /// Items to show (all, or only the new ones with `send: delta`).
     pub shown: Vec<&'a Packed>,
+    /// Their MemoryObjects, built once per call.
+    pub objects: Vec<Value>,
     /// Matches not yet visible.
     pub pending: usize,
     /// Pack cursor when partial.
@@ -195,7 +196,7 @@ pub fn smp(p: &Parts<'_>) -> String {
         "model": p.model,
         "budget": budget(p.pack),
         "coverage": coverage(p.pack, p.pending),
-        "items": p.shown.iter().map(|x| memory_object(x)).collect::<Vec<_>>(),
+        "items": p.objects,
         "cursor": p.cursor,
         "follow_ups": p.follow_ups,
         "working_memory": p.working_memory,
@@ -216,7 +217,7 @@ pub fn json_format(p: &Parts<'_>) -> String {
         "model": p.model,
         "budget": budget(p.pack),
         "coverage": coverage(p.pack, p.pending),
-        "items": p.shown.iter().map(|x| memory_object(x)).collect::<Vec<_>>(),
+        "items": p.objects,
         "cursor": p.cursor,
         "follow_ups": p.follow_ups,
         "receipt": p.receipt,

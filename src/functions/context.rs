@@ -8,6 +8,7 @@ use crate::cursor;
 use crate::envelope::{self, Parts};
 use crate::error::{fail, CmpError, Result};
 use crate::options::{self, Format, Options, Send};
+use crate::pack::Packed;
 use crate::session::{self, State};
 use crate::{store, time};
 use rusqlite::functions::Context;
@@ -101,7 +102,9 @@ fn session_turn(conn: &Connection, func: &str, sid: &str, built: &Built, o: &Opt
 pub fn render(conn: &Connection, req: &Request<'_>, built: &Built, sid: Option<&str>) -> Result<String> {
     let f = req.func;
     let o = req.options;
-    let (canonical, sha) = envelope::canonical(built.profile.name, &built.pack, built.pending);
+    // Each item's MemoryObject is built once: for the pin's canonical bytes and for the envelope.
+    let objects: Vec<Value> = built.pack.items.iter().map(envelope::memory_object).collect();
+    let (canonical, sha) = envelope::canonical(built.profile.name, &built.pack, built.pending, &objects);
     let cursor =
         if built.pack.excluded.is_empty() { None } else { Some(pack_cursor(conn, f, req, built.pack.budget, 0)?) };
     // The pin first: it is idempotent (the same sha always stores the same bytes), so when the session
@@ -116,13 +119,15 @@ pub fn render(conn: &Connection, req: &Request<'_>, built: &Built, sid: Option<&
         Some(s) => Some(session_turn(conn, f, s, built, o)?),
         None => None,
     };
-    let shown = match (&delta, o.send) {
+    let keep: Vec<bool> = match (&delta, o.send) {
         (Some(d), Send::Delta) => {
             let new: std::collections::HashSet<&str> = d.new.iter().map(|n| n.0.as_str()).collect();
-            built.pack.items.iter().filter(|p| new.contains(p.item.r#ref.as_str())).collect()
+            built.pack.items.iter().map(|p| new.contains(p.item.r#ref.as_str())).collect()
         }
-        _ => built.pack.items.iter().collect(),
+        _ => vec![true; built.pack.items.len()],
     };
+    let shown: Vec<&Packed> = built.pack.items.iter().zip(&keep).filter(|x| *x.1).map(|x| x.0).collect();
+    let objects: Vec<Value> = objects.into_iter().zip(&keep).filter(|x| *x.1).map(|x| x.0).collect();
     let at = time::format(o.now);
     let receipt_id = {
         use sha2::{Digest, Sha256};
@@ -147,6 +152,7 @@ pub fn render(conn: &Connection, req: &Request<'_>, built: &Built, sid: Option<&
         model: built.profile.name,
         pack: &built.pack,
         shown,
+        objects,
         pending: built.pending,
         follow_ups: follow_ups(built, cursor.as_deref()),
         cursor,

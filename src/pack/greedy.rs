@@ -7,7 +7,7 @@
 //! others and a larger budget always packs a superset of a smaller one's refs. A memory longer than
 //! [`super::MAX_STEP_TOKENS`] enters truncated and grows step by step, so it cannot block the rest.
 
-use super::{floor_plan, plan, take_prefix, utility, Item, Layer, Pack, Packed, Params, Step, FLOOR_ROOM};
+use super::{collect, floor_plan, plan, take_prefix, utility, Item, Layer, Pack, Params, Step, FLOOR_ROOM};
 use std::collections::VecDeque;
 
 /// Packs with the per-layer greedy.
@@ -60,19 +60,13 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
     let prior = |l: Layer| weights[l as usize] / sum;
     let mut packed_idx = order;
     packed_idx.sort_by_key(|&i| items[i].layer);
-    let items_out: Vec<Packed> = packed_idx
-        .iter()
-        .filter_map(|&i| {
-            let (content, compressed) = state[i].take()?;
-            Some(Packed {
-                item: items[i].clone(),
-                content,
-                compressed,
-                folded_refs: Vec::new(),
-                utility: utility(&items[i], prior(items[i].layer), &p.profile),
-            })
-        })
-        .collect();
+    let items_out = collect(
+        &items,
+        &mut state,
+        &packed_idx,
+        |_| Vec::new(),
+        |i| utility(&items[i], prior(items[i].layer), &p.profile),
+    );
     let packed: std::collections::HashSet<&str> = items_out.iter().map(|x| x.item.r#ref.as_str()).collect();
     let excluded = items.iter().filter(|it| !packed.contains(it.r#ref.as_str())).cloned().collect();
     Pack { items: items_out, budget: p.budget, used, excluded, deduped: 0, intent: p.intent }

@@ -7,7 +7,7 @@
 //! compete on their own density. The pack is the longest prefix of the sequence that fits the
 //! budget: compress, don't drop, and budget monotonicity holds exactly.
 
-use super::{floor_plan, fold, plan, take_prefix, utility, Item, Layer, Pack, Packed, Params, Step, FLOOR_ROOM};
+use super::{collect, floor_plan, fold, plan, take_prefix, utility, Item, Layer, Pack, Params, Step, FLOOR_ROOM};
 use crate::text;
 use std::collections::{HashMap, VecDeque};
 
@@ -167,18 +167,6 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
     packed_idx.sort_by(|a, b| items[*a].layer.cmp(&items[*b].layer).then_with(|| by_util(a, b)));
     let mut excluded: Vec<Item> = pool.iter().filter(|&&i| state[i].is_none()).map(|&i| items[i].clone()).collect();
     excluded.extend(items.iter().filter(|it| prior(it.layer) == 0.0).cloned());
-    let out: Vec<Packed> = packed_idx
-        .iter()
-        .filter_map(|&i| {
-            let (content, compressed) = state[i].take()?;
-            Some(Packed {
-                item: items[i].clone(),
-                content,
-                compressed,
-                folded_refs: folded.remove(&i).unwrap_or_default(),
-                utility: util[i],
-            })
-        })
-        .collect();
+    let out = collect(&items, &mut state, &packed_idx, |i| folded.remove(&i).unwrap_or_default(), |i| util[i]);
     Pack { items: out, budget: p.budget, used, excluded, deduped, intent: p.intent }
 }

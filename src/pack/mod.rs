@@ -298,6 +298,23 @@ pub(crate) fn take_prefix(
     (state, used, order)
 }
 
+/// The packed items, in `order`, from the prefix's final state (content and tag per item).
+pub(crate) fn collect(
+    items: &[Item],
+    state: &mut [Option<Placed>],
+    order: &[usize],
+    mut folded: impl FnMut(usize) -> Vec<String>,
+    utility: impl Fn(usize) -> f64,
+) -> Vec<Packed> {
+    order
+        .iter()
+        .filter_map(|&i| {
+            let (content, compressed) = state[i].take()?;
+            Some(Packed { item: items[i].clone(), content, compressed, folded_refs: folded(i), utility: utility(i) })
+        })
+        .collect()
+}
+
 /// 2^(−age_days/30): the recency decay (30-day half-life).
 pub fn recency_decay(age_days: f64) -> f64 {
     (-age_days.max(0.0) / 30.0).exp2()
