@@ -1,13 +1,17 @@
 //! Assembling a pack: retrieval → candidates (memories and open tasks) → intent → packer. Shared by
 //! cmp_context, cmp_items, cmp_query (ask) and the pack cursor.
 
+use crate::cursor;
+use crate::envelope::{Layout, Legend, Parts};
 use crate::error::{CmpError, Result};
 use crate::options::Options;
 use crate::pack::{self, intent, Item, Layer, Pack};
 use crate::profile::{self, Profile};
 use crate::retrieve::{self, Candidate, Query};
+use crate::tokens::Counter;
 use crate::{text, time};
 use rusqlite::Connection;
+use serde_json::{json, Value};
 
 /// Newest memories offered for a recall (empty) task, and for any other task.
 pub const RECALL_RECENCY: usize = 30;
@@ -29,19 +33,34 @@ pub struct Request<'a> {
     pub options: &'a Options,
 }
 
-/// A built pack and what retrieval reported alongside.
+/// What retrieval found for a request, ready to pack at any budget.
 #[derive(Debug, Clone)]
-pub struct Built {
+pub struct Gathered {
     /// Resolved profile.
     pub profile: Profile,
-    /// The pack.
-    pub pack: Pack,
+    /// The reading model's token counter.
+    pub counter: Counter,
+    /// The allotted budget.
+    pub budget: usize,
+    /// Detected intent.
+    pub intent: intent::Intent,
+    /// Candidates in retrieval order (memories, then open tasks).
+    pub items: Vec<Item>,
     /// Lexical matches not yet visible.
     pub pending: usize,
     /// Memories skipped for an embedding of another dimension.
     pub skipped_embeddings: usize,
     /// Stemmed task terms.
     pub terms: Vec<String>,
+}
+
+/// A built pack and what retrieval reported alongside.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// What the pack was built from.
+    pub gathered: Gathered,
+    /// The pack.
+    pub pack: Pack,
 }
 
 fn age_days(when: Option<&str>, now: f64) -> f64 {
@@ -130,8 +149,8 @@ pub fn item_from_candidate(c: Candidate, now: f64) -> Item {
     }
 }
 
-/// Retrieves and packs.
-pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
+/// Retrieves the candidates of a request.
+pub fn gather(conn: &Connection, req: &Request<'_>) -> Result<Gathered> {
     let o = req.options;
     let profile = profile::resolve(req.model);
     let budget = profile.clamp_budget(req.budget) as usize;
@@ -144,6 +163,127 @@ pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
     let r = retrieve::retrieve(conn, req.func, &q)?;
     let mut items: Vec<Item> = r.candidates.into_iter().map(|c| item_from_candidate(c, o.now)).collect();
     items.extend(open_loops(conn, req.func, &o.scope, &r.terms, o.now)?);
-    let pack = pack::pack(items, pack::Params { profile, budget, intent });
-    Ok(Built { profile, pack, pending: r.pending, skipped_embeddings: r.skipped_embeddings, terms: r.terms })
+    let counter = Counter::for_model(req.model, profile.name);
+    Ok(Gathered {
+        profile,
+        counter,
+        budget,
+        intent,
+        items,
+        pending: r.pending,
+        skipped_embeddings: r.skipped_embeddings,
+        terms: r.terms,
+    })
+}
+
+/// The layout of a request's output: its format and options, counted by the model's tokenizer.
+pub fn layout(o: &Options, counter: Counter, session: bool, legend: Legend) -> Layout {
+    Layout { format: o.format, counter, audit: o.audit, legend, session }
+}
+
+/// The pack cursor for a partial pack: the call's parameters and the page offset, signed.
+pub fn pack_cursor(conn: &Connection, func: &str, req: &Request<'_>, budget: usize, offset: usize) -> Result<String> {
+    let o = req.options;
+    let payload = json!({
+        "task": req.task,
+        "model": req.model,
+        "budget": budget,
+        "scope": o.scope,
+        "now": o.now,
+        "as_of": o.as_of,
+        "query_embedding": o.query_embedding,
+        "offset": offset,
+    });
+    cursor::sign(conn, func, cursor::PACK_PREFIX, &payload)
+}
+
+/// Suggested next calls for a pack, with `audit`: the full text of a compressed item, the neighbours
+/// of an item that names entities. (The pack cursor is in `cursor`; it is not repeated here.)
+pub fn follow_ups(pack: &Pack, audit: bool) -> Vec<Value> {
+    let mut v = Vec::new();
+    if !audit {
+        return v;
+    }
+    if let Some(p) = pack.items.iter().find(|p| p.compressed.is_some()) {
+        v.push(follow_up(&p.item.r#ref, "document"));
+    }
+    if let Some(p) = pack.items.iter().find(|p| !p.item.entities.is_empty() && p.item.r#ref.starts_with("mem_")) {
+        v.push(follow_up(&p.item.r#ref, "neighbors"));
+    }
+    v
+}
+
+fn follow_up(r: &str, direction: &str) -> Value {
+    let why = if direction == "document" { "shown compressed: the full text" } else { "more about its entities" };
+    json!({"call": "cmp_expand", "args": [r, direction], "why": why})
+}
+
+/// What the output needs besides the items, at its largest: the legend and framing, the cursor, the
+/// follow-ups for the candidate whose ref costs most, the receipt, the given session delta.
+pub fn reserve(
+    conn: &Connection,
+    req: &Request<'_>,
+    g: &Gathered,
+    layout: &Layout,
+    delta: Option<&crate::session::Delta>,
+    session_id: Option<&str>,
+) -> Result<usize> {
+    let o = req.options;
+    let costly_ref =
+        g.items.iter().map(|it| it.r#ref.as_str()).max_by_key(|r| (layout.counter.count(r), *r)).unwrap_or("");
+    let dummy = Pack {
+        items: Vec::new(),
+        budget: 99_999,
+        used: 0,
+        excluded: g.items.first().cloned().into_iter().collect(),
+        deduped: 99_999,
+        intent: g.intent,
+    };
+    let parts = Parts {
+        model: g.profile.name,
+        pack: &dummy,
+        shown: Vec::new(),
+        pending: 99_999,
+        cursor: Some(pack_cursor(conn, req.func, req, g.budget, 0)?),
+        follow_ups: if o.audit {
+            vec![follow_up(costly_ref, "document"), follow_up(costly_ref, "neighbors")]
+        } else {
+            Vec::new()
+        },
+        delta,
+        session_id,
+        at: time::format(o.now),
+        // A real digest's hex, so the reserve counts what a sha costs.
+        pin: o.pin.then(|| json!({"sha": crate::envelope::hex(&<sha2::Sha256 as sha2::Digest>::digest(b"pin")), "bytes": 99_999_999})),
+        warnings: warnings(g),
+    };
+    Ok(layout.reserve(&parts))
+}
+
+/// Warnings a json envelope carries.
+pub fn warnings(g: &Gathered) -> Vec<Value> {
+    let mut w = Vec::new();
+    if g.skipped_embeddings > 0 {
+        w.push(json!({"kind": "skipped_embeddings", "count": g.skipped_embeddings,
+            "why": "stored embeddings with another dimension than query_embedding were not compared"}));
+    }
+    w
+}
+
+/// Packs the gathered candidates so that the output fits `budget` tokens.
+pub fn pack_at(g: &Gathered, budget: usize, layout: &Layout, reserve: usize) -> Pack {
+    let params = pack::Params { profile: g.profile, budget, reserve, intent: g.intent, meter: layout };
+    let mut p = pack::pack(g.items.clone(), params);
+    p.budget = g.budget;
+    p
+}
+
+/// Retrieves and packs for an output without a session (cmp_items, MQL ask, the pack cursor).
+pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
+    let g = gather(conn, req)?;
+    let legend = if req.options.full_legend { Legend::Full } else { Legend::Compact };
+    let layout = layout(req.options, g.counter, false, legend);
+    let reserve = reserve(conn, req, &g, &layout, None, None)?;
+    let pack = pack_at(&g, g.budget, &layout, reserve);
+    Ok(Built { gathered: g, pack })
 }

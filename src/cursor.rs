@@ -1,6 +1,7 @@
-//! Tamper-evident cursors (**ours**, FACTS.md "MQL"): a cursor is a base64url JSON payload of call
-//! parameters (never memory content) and an HMAC-SHA256 tag keyed with a per-database secret that
-//! `cmp_init()` creates. A forged, altered, truncated or foreign-database cursor fails to verify and
+//! Tamper-evident cursors: a cursor is a payload of call parameters (never memory content) and an
+//! HMAC-SHA256 tag keyed with a per-database secret that `cmp_init()` creates. An MQL cursor
+//! (`mqlc:`) carries base64url JSON and the whole tag; a pack cursor (`cmpc:`) rides in the envelope
+//! the model reads, so it carries its fields as plain text joined by `|` and a 96-bit tag. A forged, altered, truncated or foreign-database cursor fails to verify and
 //! is an error, never a wider read.
 
 use crate::error::{fail, Result};
@@ -25,8 +26,103 @@ fn mac(conn: &Connection, func: &str) -> Result<Hmac<Sha256>> {
     Hmac::<Sha256>::new_from_slice(secret.as_bytes()).or_else(|_| fail(func, "cannot key the cursor hash"))
 }
 
+/// The fields of a pack cursor, in their order in its body.
+const PACK_FIELDS: [&str; 8] = ["now", "as_of", "budget", "offset", "scope", "model", "query_embedding", "task"];
+
+/// Bytes of a pack cursor's tag: 96 bits of HMAC-SHA256 (forging one takes 2^96 tries).
+const PACK_TAG_BYTES: usize = 12;
+
+/// `~` and `|` escaped so fields can be joined by `|`.
+fn escape(s: &str) -> String {
+    s.replace('~', "~~").replace('|', "~p")
+}
+
+fn unescape(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c == '~' {
+            match it.next()? {
+                '~' => out.push('~'),
+                'p' => out.push('|'),
+                _ => return None,
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+/// A pack cursor body: its fields as plain text joined by `|` (a pack cursor rides inside the
+/// envelope the model reads, where base64 JSON would cost three times the tokens). Numbers and
+/// strings as JSON scalars would write them, null as the empty field; the embedding as base64 of its
+/// little-endian float32s.
+fn pack_body(payload: &Value) -> String {
+    let field = |k: &str| -> String {
+        match &payload[k] {
+            Value::Null => String::new(),
+            Value::String(s) => escape(s),
+            Value::Array(a) => {
+                let bytes: Vec<u8> = a.iter().flat_map(|x| (x.as_f64().unwrap_or(0.0) as f32).to_le_bytes()).collect();
+                B64.encode(bytes)
+            }
+            // Whole seconds print without a fraction: "1780272000", not "1780272000.0".
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+                _ => n.to_string(),
+            },
+            other => other.to_string(),
+        }
+    };
+    PACK_FIELDS.iter().map(|k| field(k)).collect::<Vec<_>>().join("|")
+}
+
+fn parse_pack_body(body: &str) -> Option<Value> {
+    let parts: Vec<&str> = body.splitn(PACK_FIELDS.len(), '|').collect();
+    if parts.len() != PACK_FIELDS.len() {
+        return None;
+    }
+    let num = |s: &str| -> Option<Value> {
+        if s.is_empty() {
+            return Some(Value::Null);
+        }
+        serde_json::from_str::<Value>(s).ok().filter(Value::is_number)
+    };
+    let text = |s: &str| -> Option<Value> { unescape(s).map(Value::String) };
+    let qe = if parts[6].is_empty() {
+        Value::Null
+    } else {
+        let bytes = B64.decode(parts[6]).ok()?;
+        let v: Vec<Value> = bytes
+            .chunks_exact(4)
+            .map(|c| serde_json::json!(f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64))
+            .collect();
+        Value::Array(v)
+    };
+    let model = if parts[5].is_empty() { Value::Null } else { text(parts[5])? };
+    Some(serde_json::json!({
+        "now": num(parts[0])?,
+        "as_of": num(parts[1])?,
+        "budget": num(parts[2])?,
+        "offset": num(parts[3])?,
+        "scope": text(parts[4])?,
+        "model": model,
+        "query_embedding": qe,
+        "task": text(parts[7])?,
+    }))
+}
+
 /// Signs `payload` as a cursor with `prefix`.
 pub fn sign(conn: &Connection, func: &str, prefix: &str, payload: &Value) -> Result<String> {
+    if prefix == PACK_PREFIX {
+        let body = pack_body(payload);
+        let mut m = mac(conn, func)?;
+        m.update(prefix.as_bytes());
+        m.update(body.as_bytes());
+        let tag = B64.encode(&m.finalize().into_bytes()[..PACK_TAG_BYTES]);
+        return Ok(format!("{prefix}{body}.{tag}"));
+    }
     let body = B64.encode(payload.to_string());
     let mut m = mac(conn, func)?;
     m.update(prefix.as_bytes());
@@ -58,6 +154,15 @@ pub fn verify(conn: &Connection, func: &str, cursor: &str) -> Result<(&'static s
     let mut m = mac(conn, func)?;
     m.update(prefix.as_bytes());
     m.update(body.as_bytes());
+    if prefix == PACK_PREFIX {
+        if tag.len() != PACK_TAG_BYTES || m.verify_truncated_left(&tag).is_err() {
+            return bad();
+        }
+        return match parse_pack_body(body) {
+            Some(v) => Ok((prefix, v)),
+            None => bad(),
+        };
+    }
     if m.verify_slice(&tag).is_err() {
         return bad();
     }

@@ -51,6 +51,10 @@ pub struct Options {
     pub query_embedding: Option<Vec<f32>>,
     /// all | delta.
     pub send: Send,
+    /// Full provenance in `why` and refs in `graph`.
+    pub audit: bool,
+    /// The long legend instead of the compact one.
+    pub full_legend: bool,
 }
 
 impl Default for Options {
@@ -65,6 +69,8 @@ impl Default for Options {
             pin: false,
             query_embedding: None,
             send: Send::All,
+            audit: false,
+            full_legend: false,
         }
     }
 }
@@ -149,6 +155,17 @@ pub fn parse(func: &str, text: Option<&str>, allowed: &[&str]) -> Result<Options
                     Some("all") => Send::All,
                     Some("delta") => Send::Delta,
                     _ => return fail(func, format!("send must be \"all\" or \"delta\", got {}", short(v))),
+                }
+            }
+            "audit" => match v {
+                Value::Bool(b) => o.audit = *b,
+                other => return fail(func, format!("audit must be a boolean, got {}", short(other))),
+            },
+            "legend" => {
+                o.full_legend = match v.as_str() {
+                    Some("compact") => false,
+                    Some("full") => true,
+                    _ => return fail(func, format!("legend must be \"compact\" or \"full\", got {}", short(v))),
                 }
             }
             "query_embedding" => o.query_embedding = Some(parse_embedding(func, v)?),

@@ -3,8 +3,6 @@
 
 use serde_json::{json, Value};
 
-/// Per-item framing overhead in tokens (FACTS.md "Profiles").
-pub const ITEM_OVERHEAD: usize = 12;
 /// Smallest budget a caller may ask for; smaller asks are raised to it (reference §3).
 pub const MIN_BUDGET: i64 = 300;
 
@@ -17,7 +15,8 @@ pub struct Profile {
     pub context_window: u32,
     /// The default and maximum pack budget.
     pub pack_token_budget: i64,
-    /// Tokenizer-family estimate.
+    /// Characters per token of the model's tokenizer family (informational: packing counts tokens
+    /// with [`crate::tokens::Counter`]).
     pub chars_per_token: f64,
     /// Utility weights (relevance, recency, authority).
     pub weights: (f64, f64, f64),
@@ -80,22 +79,6 @@ pub fn resolve(model: Option<&str>) -> Profile {
 }
 
 impl Profile {
-    /// max(1, ceil(chars / chars_per_token)), chars = Unicode scalar values.
-    pub fn tokens(&self, text: &str) -> usize {
-        let chars = text.chars().count() as f64;
-        ((chars / self.chars_per_token).ceil() as usize).max(1)
-    }
-
-    /// Item cost in the budget: tokens of its content plus the per-item overhead.
-    pub fn item_cost(&self, text: &str) -> usize {
-        self.tokens(text) + ITEM_OVERHEAD
-    }
-
-    /// The most characters whose estimate fits in `tokens` tokens.
-    pub fn chars_for(&self, tokens: usize) -> usize {
-        (tokens as f64 * self.chars_per_token).floor() as usize
-    }
-
     /// Budget actually allotted: NULL ⇒ the profile's budget; else clamped to [300, pack_token_budget].
     pub fn clamp_budget(&self, ask: Option<i64>) -> i64 {
         match ask {
@@ -140,10 +123,7 @@ mod tests {
     }
 
     #[test]
-    fn token_estimate() {
-        assert_eq!(GENERIC.tokens(""), 1);
-        assert_eq!(GENERIC.tokens("abcde"), 2);
-        assert_eq!(CURSOR.tokens("é"), 1);
+    fn budgets_clamp() {
         assert_eq!(CLAUDE.clamp_budget(Some(50)), 300);
         assert_eq!(CLAUDE.clamp_budget(Some(50_000)), 12_000);
         assert_eq!(CLAUDE.clamp_budget(None), 12_000);

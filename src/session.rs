@@ -48,6 +48,9 @@ pub struct State {
     pub trajectory: Vec<Step>,
     /// Recency-weighted term counts of past tasks.
     pub centroid: BTreeMap<String, f64>,
+    /// Fingerprint of the legend this session was last sent: later turns send it only if it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legend: Option<String>,
 }
 
 /// What a known ref is now.
@@ -84,6 +87,22 @@ impl Delta {
             "cursor": self.cursor.to_string(),
         })
     }
+}
+
+/// The largest `evicted` and `superseded` the next turn can report, whatever it packs (the 512 cap
+/// aside): what an envelope must leave room for before packing.
+pub fn worst_delta(state: &State, status: &HashMap<String, Status>) -> Delta {
+    let turn = state.turn + 1;
+    let mut d = Delta { cursor: state.cursor + 1, ..Delta::default() };
+    for (r, &last) in &state.known {
+        match status.get(r).unwrap_or(&Status::Live) {
+            Status::Superseded(head) => d.superseded.push((r.clone(), head.clone())),
+            Status::Gone => d.evicted.push(r.clone()),
+            Status::Live if turn - last >= EVICTION_TTL_TURNS => d.evicted.push(r.clone()),
+            Status::Live => {}
+        }
+    }
+    d
 }
 
 /// Advances `state` by one turn that served `pack` ((ref, relevance) in pack order) using `tokens`,
@@ -168,7 +187,7 @@ pub fn advance(
         v.truncate(CENTROID_TERMS);
         centroid = v.into_iter().collect();
     }
-    let next = State { turn, cursor, known, trajectory, centroid };
+    let next = State { turn, cursor, known, trajectory, centroid, legend: state.legend.clone() };
     (next, Delta { new, evicted, superseded, cursor })
 }
 

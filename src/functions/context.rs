@@ -3,12 +3,10 @@
 
 use super::args;
 use super::table::TableFn;
-use crate::context::{self, Built, Request};
-use crate::cursor;
-use crate::envelope::{self, Parts};
+use crate::context::{self, Gathered, Request};
+use crate::envelope::{self, Legend, Parts};
 use crate::error::{fail, CmpError, Result};
 use crate::options::{self, Format, Options, Send};
-use crate::pack::Packed;
 use crate::session::{self, State};
 use crate::{store, time};
 use rusqlite::functions::Context;
@@ -18,7 +16,7 @@ use serde_json::{json, Value};
 use std::ffi::{c_int, CStr};
 
 /// Options `cmp_context` accepts.
-pub const OPTIONS: &[&str] = &["format", "now", "as_of", "scope", "pin", "query_embedding", "send"];
+pub const OPTIONS: &[&str] = &["format", "now", "as_of", "scope", "pin", "query_embedding", "send", "audit", "legend"];
 /// Options `cmp_items` accepts.
 pub const ITEMS_OPTIONS: &[&str] = &["now", "as_of", "scope", "query_embedding"];
 /// Longest session id.
@@ -35,137 +33,167 @@ pub fn session_id(func: &str, s: Option<String>) -> Result<Option<String>> {
     }
 }
 
-/// The pack cursor for a partial pack: the call's parameters and the page offset, signed.
-pub fn pack_cursor(conn: &Connection, func: &str, req: &Request<'_>, budget: usize, offset: usize) -> Result<String> {
-    let o = req.options;
-    let payload = json!({
-        "task": req.task,
-        "model": req.model,
-        "budget": budget,
-        "scope": o.scope,
-        "now": o.now,
-        "as_of": o.as_of,
-        "query_embedding": o.query_embedding,
-        "offset": offset,
-    });
-    cursor::sign(conn, func, cursor::PACK_PREFIX, &payload)
-}
-
-fn follow_ups(built: &Built, cursor: Option<&str>) -> Vec<Value> {
-    let mut v = Vec::new();
-    if let Some(c) = cursor {
-        v.push(json!({"call": "cmp_expand", "args": [c, "more"],
-            "why": format!("{} eligible memories did not fit the budget", built.pack.excluded.len())}));
-    }
-    if let Some(p) = built.pack.items.iter().find(|p| p.compressed.is_some()) {
-        v.push(json!({"call": "cmp_expand", "args": [p.item.r#ref, "document"],
-            "why": format!("{} is shown compressed ({})", p.item.r#ref, p.compressed.unwrap_or("head"))}));
-    }
-    if let Some(p) = built.pack.items.iter().find(|p| !p.item.entities.is_empty() && p.item.r#ref.starts_with("mem_")) {
-        v.push(json!({"call": "cmp_expand", "args": [p.item.r#ref, "neighbors"],
-            "why": format!("other memories about {}", p.item.entities.join(", "))}));
-    }
-    v
-}
-
 /// Attempts before a session turn gives up on concurrent writers.
 pub const SESSION_RETRIES: usize = 64;
 
-/// Runs a session turn: loads the state, computes the delta, stores the new state atomically.
-fn session_turn(conn: &Connection, func: &str, sid: &str, built: &Built, o: &Options) -> Result<session::Delta> {
-    let sql_err = |e| CmpError::sql(func, e);
-    let pack: Vec<(String, Option<f64>)> =
-        built.pack.items.iter().map(|p| (p.item.r#ref.clone(), p.item.relevance)).collect();
-    for _ in 0..SESSION_RETRIES {
-        let stored = store::load_session(conn, sid, &o.scope).map_err(sql_err)?;
-        let state: State = match &stored {
-            Some(s) => serde_json::from_str(s).map_err(|e| {
-                CmpError::new(func, format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
-            })?,
-            None => State::default(),
-        };
-        let known: Vec<String> = state.known.keys().cloned().collect();
-        let status = store::ref_status(conn, &known, &o.scope, time::julian(o.horizon())).map_err(sql_err)?;
-        let (next, delta) = session::advance(&state, &pack, built.pack.used, &built.terms, &status);
-        let text = serde_json::to_string(&next).map_err(|e| CmpError::new(func, e))?;
-        let expected = stored.as_ref().map(|_| state.cursor);
-        if store::save_session(conn, sid, &o.scope, expected, next.turn, next.cursor, &text, &time::format(o.now))
-            .map_err(sql_err)?
-        {
-            return Ok(delta);
-        }
-    }
-    fail(func, format!("session {sid:?} is busy: concurrent turns kept winning; retry"))
+/// Rounds of packing smaller when an output came out over its budget (only a session delta that
+/// grew between the reserve and the turn, or the 512 cap, can cause one).
+const FIT_ROUNDS: usize = 4;
+
+/// A session as read at the start of a turn.
+struct Turn {
+    /// The stored state text (None: the session starts now).
+    stored: Option<String>,
+    state: State,
+    status: std::collections::HashMap<String, session::Status>,
 }
 
-/// Renders a built pack in the requested format, running the session turn and the pin if asked.
-pub fn render(conn: &Connection, req: &Request<'_>, built: &Built, sid: Option<&str>) -> Result<String> {
+fn load_turn(conn: &Connection, func: &str, sid: &str, o: &Options) -> Result<Turn> {
+    let sql_err = |e| CmpError::sql(func, e);
+    let stored = store::load_session(conn, sid, &o.scope).map_err(sql_err)?;
+    let state: State = match &stored {
+        Some(s) => serde_json::from_str(s).map_err(|e| {
+            CmpError::new(func, format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
+        })?,
+        None => State::default(),
+    };
+    let known: Vec<String> = state.known.keys().cloned().collect();
+    let status = store::ref_status(conn, &known, &o.scope, time::julian(o.horizon())).map_err(sql_err)?;
+    Ok(Turn { stored, state, status })
+}
+
+/// One rendering of a pack that fits the budget, with the session delta it implies.
+struct Fitted {
+    pack: crate::pack::Pack,
+    text: String,
+    next: Option<State>,
+}
+
+/// Packs and renders until the output fits the budget: each round packs with less room by what
+/// the last one overshot.
+fn fit(
+    conn: &Connection,
+    req: &Request<'_>,
+    g: &Gathered,
+    layout: &envelope::Layout,
+    turn: Option<&Turn>,
+    sid: Option<&str>,
+) -> Result<Fitted> {
     let f = req.func;
     let o = req.options;
-    // Each item's MemoryObject is built once: for the pin's canonical bytes and for the envelope.
-    let objects: Vec<Value> = built.pack.items.iter().map(envelope::memory_object).collect();
-    let (canonical, sha) = envelope::canonical(built.profile.name, &built.pack, built.pending, &objects);
-    let cursor =
-        if built.pack.excluded.is_empty() { None } else { Some(pack_cursor(conn, f, req, built.pack.budget, 0)?) };
-    // The pin first: it is idempotent (the same sha always stores the same bytes), so when the session
-    // turn fails after it, nothing observable is half-done; the session turn is the last write.
-    let pin = if o.pin {
-        store::put_pin(conn, &sha, &canonical, &time::format(o.now)).map_err(|e| CmpError::sql(f, e))?;
-        Some(json!({"sha": sha, "bytes": canonical.len()}))
-    } else {
-        None
-    };
-    let delta = match sid {
-        Some(s) => Some(session_turn(conn, f, s, built, o)?),
-        None => None,
-    };
-    let keep: Vec<bool> = match (&delta, o.send) {
-        (Some(d), Send::Delta) => {
-            let new: std::collections::HashSet<&str> = d.new.iter().map(|n| n.0.as_str()).collect();
-            built.pack.items.iter().map(|p| new.contains(p.item.r#ref.as_str())).collect()
+    let worst = turn.map(|t| session::worst_delta(&t.state, &t.status));
+    let reserve = context::reserve(conn, req, g, layout, worst.as_ref(), sid)?;
+    // A budget too small for the compact legend gets the minimal one (about and rules) and no items:
+    // the items' room is still judged against the compact legend, so no budget packs more than a
+    // larger one.
+    let minimal = envelope::Layout { legend: Legend::Minimal, ..*layout };
+    let render_with = if reserve > g.budget && layout.legend == Legend::Compact { &minimal } else { layout };
+    let mut budget = g.budget;
+    for _ in 0..FIT_ROUNDS {
+        let pack = context::pack_at(g, budget, layout, reserve);
+        let refs: Vec<(String, Option<f64>)> =
+            pack.items.iter().map(|p| (p.item.r#ref.clone(), p.item.relevance)).collect();
+        let advanced = turn.map(|t| session::advance(&t.state, &refs, pack.used, &g.terms, &t.status));
+        let delta = advanced.as_ref().map(|a| &a.1);
+        let shown: Vec<bool> = match (delta, o.send) {
+            (Some(d), Send::Delta) => {
+                let new: std::collections::HashSet<&str> = d.new.iter().map(|n| n.0.as_str()).collect();
+                pack.items.iter().map(|p| new.contains(p.item.r#ref.as_str())).collect()
+            }
+            _ => vec![true; pack.items.len()],
+        };
+        let cursor =
+            if pack.excluded.is_empty() { None } else { Some(context::pack_cursor(conn, f, req, g.budget, 0)?) };
+        let pin = o.pin.then(|| {
+            let (canonical, sha) = envelope::canonical(g.profile.name, &pack, g.pending);
+            json!({"sha": sha, "bytes": canonical.len()})
+        });
+        let parts = Parts {
+            model: g.profile.name,
+            pack: &pack,
+            shown,
+            pending: g.pending,
+            follow_ups: context::follow_ups(&pack, o.audit),
+            cursor,
+            delta,
+            session_id: sid,
+            at: time::format(o.now),
+            pin,
+            warnings: context::warnings(g),
+        };
+        let r = render_with.render(&parts);
+        if r.used <= g.budget {
+            let next = advanced.map(|(mut next, _)| {
+                if let Some(last) = next.trajectory.last_mut() {
+                    last.tokens = r.used;
+                }
+                next
+            });
+            return Ok(Fitted { pack, text: r.text, next });
         }
-        _ => vec![true; built.pack.items.len()],
-    };
-    let shown: Vec<&Packed> = built.pack.items.iter().zip(&keep).filter(|x| *x.1).map(|x| x.0).collect();
-    let objects: Vec<Value> = objects.into_iter().zip(&keep).filter(|x| *x.1).map(|x| x.0).collect();
-    let at = time::format(o.now);
-    let receipt_id = {
-        use sha2::{Digest, Sha256};
-        let h = Sha256::digest(format!("{sha}\u{0}{at}\u{0}{}", sid.unwrap_or("")).as_bytes());
-        format!("rcpt_{}", &envelope::hex(&h)[..12])
-    };
-    let receipt = json!({
-        "id": receipt_id,
-        "at": at,
-        "profile": built.profile.name,
-        "budget": built.pack.budget,
-        "used": built.pack.used,
-        "items": built.pack.items.len(),
-        "session_id": sid,
-    });
-    let mut warnings = Vec::new();
-    if built.skipped_embeddings > 0 {
-        warnings.push(json!({"kind": "skipped_embeddings", "count": built.skipped_embeddings,
-            "why": "stored embeddings with another dimension than query_embedding were not compared"}));
+        if pack.items.is_empty() {
+            return fail(
+                f,
+                format!(
+                    "token_budget {} is too small for this output: {} tokens before any memory (legend, framing{}{}); \
+                     raise token_budget{}",
+                    g.budget,
+                    r.used,
+                    if o.audit { ", audit fields" } else { "" },
+                    if sid.is_some() { ", session delta" } else { "" },
+                    if o.full_legend { " or use the compact legend" } else { "" }
+                ),
+            );
+        }
+        budget = budget.saturating_sub(r.used - g.budget).min(budget.saturating_sub(1));
     }
-    let parts = Parts {
-        model: built.profile.name,
-        pack: &built.pack,
-        shown,
-        objects,
-        pending: built.pending,
-        follow_ups: follow_ups(built, cursor.as_deref()),
-        cursor,
-        working_memory: delta.map(|d| d.to_json()),
-        receipt,
-        pin,
-        warnings,
+    fail(f, "could not fit the output to token_budget; raise it")
+}
+
+/// Renders a request's pack in the requested format, running the session turn and the pin if asked.
+pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&str>) -> Result<String> {
+    let f = req.func;
+    let o = req.options;
+    let kind = if o.full_legend { Legend::Full } else { Legend::Compact };
+    let Some(sid) = sid else {
+        let layout = context::layout(o, g.counter, false, kind);
+        let fitted = fit(conn, req, g, &layout, None, None)?;
+        pin(conn, req, g, &fitted)?;
+        return Ok(fitted.text);
     };
-    Ok(match o.format {
-        Format::Smp => envelope::smp(&parts),
-        Format::Json => envelope::json_format(&parts),
-        Format::Markdown => envelope::markdown(&parts),
-    })
+    let legend_id = envelope::legend_id(kind);
+    for _ in 0..SESSION_RETRIES {
+        let turn = load_turn(conn, f, sid, o)?;
+        let legend = if turn.state.legend.as_deref() == Some(legend_id.as_str()) { Legend::Held } else { kind };
+        let layout = context::layout(o, g.counter, true, legend);
+        let fitted = fit(conn, req, g, &layout, Some(&turn), Some(sid))?;
+        // The pin first: it is idempotent (the same sha always stores the same bytes), so when the
+        // session turn fails after it, nothing observable is half-done; the session turn is the last write.
+        pin(conn, req, g, &fitted)?;
+        let Some(mut next) = fitted.next else { return fail(f, "session turn was not computed") };
+        if o.format == Format::Smp {
+            next.legend = Some(legend_id.clone());
+        }
+        let text = serde_json::to_string(&next).map_err(|e| CmpError::new(f, e))?;
+        let expected = turn.stored.as_ref().map(|_| turn.state.cursor);
+        let saved =
+            store::save_session(conn, sid, &o.scope, expected, next.turn, next.cursor, &text, &time::format(o.now))
+                .map_err(|e| CmpError::sql(f, e))?;
+        if saved {
+            return Ok(fitted.text);
+        }
+    }
+    fail(f, format!("session {sid:?} is busy: concurrent turns kept winning; retry"))
+}
+
+/// Stores the pin of a pack when the call asked for one.
+fn pin(conn: &Connection, req: &Request<'_>, g: &Gathered, fitted: &Fitted) -> Result<()> {
+    if !req.options.pin {
+        return Ok(());
+    }
+    let (canonical, sha) = envelope::canonical(g.profile.name, &fitted.pack, g.pending);
+    store::put_pin(conn, &sha, &canonical, &time::format(req.options.now)).map_err(|e| CmpError::sql(req.func, e))?;
+    Ok(())
 }
 
 /// `cmp_context(...)`.
@@ -184,8 +212,8 @@ pub fn context(ctx: &Context<'_>) -> Result<String> {
     let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql(f, e))?;
     super::require_schema(&conn, f)?;
     let req = Request { func: f, task: &task, model: model.as_deref(), budget, options: &o };
-    let built = context::build(&conn, &req)?;
-    render(&conn, &req, &built, sid.as_deref())
+    let g = context::gather(&conn, &req)?;
+    render(&conn, &req, &g, sid.as_deref())
 }
 
 /// The `cmp_items` table-valued function.
@@ -218,7 +246,7 @@ impl TableFn for Items {
 pub fn object_row(obj: &Value) -> Vec<SqlValue> {
     envelope::ITEM_FIELDS
         .iter()
-        .map(|(k, _)| match &obj[*k] {
+        .map(|(k, _, _)| match &obj[*k] {
             Value::Null => SqlValue::Null,
             Value::String(s) => SqlValue::Text(s.clone()),
             Value::Number(n) => n.as_i64().map_or_else(|| SqlValue::Real(n.as_f64().unwrap_or(0.0)), SqlValue::Integer),

@@ -2,29 +2,30 @@
 //! intent's weights, each layer filled in retrieval order, the top constraint always placed, and the
 //! facts layer never left empty when it has candidates (its top item is shortened to fit).
 //!
-//! **ours**: the shares are realised as a weighted interleaving of the layers (the layer whose
-//! consumption per unit of weight is lowest goes next), so what a layer cannot use flows to the
-//! others and a larger budget always packs a superset of a smaller one's refs. A memory longer than
-//! [`super::MAX_STEP_TOKENS`] enters truncated and grows step by step, so it cannot block the rest.
+//! The shares are realised as a weighted interleaving of the layers (the layer whose consumption per
+//! unit of weight is lowest goes next), so what a layer cannot use flows to the others and a larger
+//! budget always packs a superset of a smaller one's refs. A memory longer than
+//! [`super::MAX_STEP_TOKENS`] enters as its stored summary or truncated, and grows step by step, so
+//! it cannot block the rest.
 
-use super::{collect, floor_plan, plan, take_prefix, utility, Item, Layer, Pack, Params, Step, FLOOR_ROOM};
+use super::{collect, floor_plan, plan, take_prefix, utility, Item, Layer, Pack, Params, Step};
 use std::collections::VecDeque;
 
 /// Packs with the per-layer greedy.
-pub fn pack(items: Vec<Item>, p: Params) -> Pack {
+pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
     let weights = p.intent.weights();
     let sum: f64 = weights.iter().sum();
     // Each layer's queue of steps: every item's admission followed by its upgrades, in retrieval order.
     let mut queues: Vec<VecDeque<Step>> = vec![VecDeque::new(); 8];
     let mut floors: Vec<Step> = Vec::new();
-    let mut room = FLOOR_ROOM;
+    let mut room = p.floor_room();
     let mut consumed = [0usize; 8];
     for layer in [Layer::Constraints, Layer::Facts] {
         if weights[layer as usize] == 0.0 {
             continue;
         }
         if let Some(i) = items.iter().position(|it| it.layer == layer) {
-            if let Some(f) = floor_plan(i, &items[i], &p.profile, room) {
+            if let Some(f) = floor_plan(i, &items[i], &p, room, &[]) {
                 room -= f.admit.cost;
                 consumed[layer as usize] += f.admit.cost;
                 floors.push(f.admit);
@@ -32,16 +33,24 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
             }
         }
     }
+    // Items are planned when their layer's queue reaches them: what is never reached costs nothing.
+    let mut waiting: Vec<VecDeque<usize>> = vec![VecDeque::new(); 8];
     for (i, it) in items.iter().enumerate() {
         let l = it.layer as usize;
-        if weights[l] == 0.0 || floors.iter().any(|f| f.item == i) {
-            continue;
+        if weights[l] > 0.0 && !floors.iter().any(|f| f.item == i) {
+            waiting[l].push_back(i);
         }
-        let pl = plan(i, it, &p.profile, false);
-        queues[l].push_back(pl.admit);
-        queues[l].extend(pl.upgrades);
     }
     let seq = std::iter::from_fn(|| {
+        for l in 0..8 {
+            if queues[l].is_empty() {
+                if let Some(i) = waiting[l].pop_front() {
+                    let pl = plan(i, &items[i], &p, false, &[]);
+                    queues[l].push_back(pl.admit);
+                    queues[l].extend(pl.upgrades);
+                }
+            }
+        }
         let mut best: Option<(f64, usize)> = None;
         for l in 0..8 {
             if let Some(s) = queues[l].front() {
@@ -56,18 +65,18 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
         consumed[l] += s.cost;
         Some(s)
     });
-    let (mut state, used, order) = take_prefix(items.len(), floors.into_iter().chain(seq), p.budget);
+    let mut prefix = take_prefix(&items, p.meter, floors.into_iter().chain(seq), p.room());
     let prior = |l: Layer| weights[l as usize] / sum;
-    let mut packed_idx = order;
+    let mut packed_idx = prefix.order.clone();
     packed_idx.sort_by_key(|&i| items[i].layer);
     let items_out = collect(
         &items,
-        &mut state,
+        &mut prefix.state,
         &packed_idx,
         |_| Vec::new(),
         |i| utility(&items[i], prior(items[i].layer), &p.profile),
     );
     let packed: std::collections::HashSet<&str> = items_out.iter().map(|x| x.item.r#ref.as_str()).collect();
     let excluded = items.iter().filter(|it| !packed.contains(it.r#ref.as_str())).cloned().collect();
-    Pack { items: items_out, budget: p.budget, used, excluded, deduped: 0, intent: p.intent }
+    Pack { items: items_out, budget: p.budget, used: p.reserve + prefix.used, excluded, deduped: 0, intent: p.intent }
 }

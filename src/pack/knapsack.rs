@@ -1,58 +1,109 @@
-//! Marginal-utility knapsack (reference §4, FACTS.md "Knapsack"): one global pool; each step takes
-//! the admission (or upgrade) with the highest MMR-adjusted utility per token.
+//! The knapsack packer (claude, gpt, cursor): each step of the sequence is the admission or upgrade
+//! with the highest MMR-adjusted utility per token, with one rule the reference does not have:
+//! within a layer, memories are admitted in retrieval order. Utility per token alone favours short,
+//! weakly matching memories ("haha yes", "ok!") over strong matches; ranking order within a layer
+//! means a cheap weak memory can never displace a stronger one, so the pack always holds at least
+//! what a greedy fill of cmp's own ranking would.
 //!
-//! **ours**: the ladder is part of the sequence. An item with a shorter rung (summary, head
-//! sentence, or a cut of a very long text) is admitted at that rung, carrying
-//! [`SHORT_RUNG_VALUE`] of its utility, and grows back to its full text through upgrade steps that
-//! compete on their own density. The pack is the longest prefix of the sequence that fits the
-//! budget: compress, don't drop, and budget monotonicity holds exactly.
+//! The ladder is part of the sequence: an item with a shorter rung (summary, head sentence, or a cut
+//! of a very long text) is admitted at that rung, carrying [`SHORT_RUNG_VALUE`] of its utility, and
+//! grows back to its full text through upgrade steps that compete on their own density. The pack is
+//! the longest prefix of the sequence that fits the budget: compress, don't drop, and budget
+//! monotonicity holds exactly.
 
-use super::{collect, floor_plan, fold, plan, take_prefix, utility, Item, Layer, Pack, Params, Step, FLOOR_ROOM};
+use super::{collect, floor_plan, fold, plan, take_prefix, utility, Item, Layer, Pack, Params, Step};
 use crate::text;
 use std::collections::{HashMap, VecDeque};
 
 /// MMR redundancy penalty: utility × (1 − MMR_PENALTY × max Jaccard with items already taken).
 pub const MMR_PENALTY: f64 = 0.35;
-/// Share of an item's utility its shortest rung is taken to carry (**ours**): a head sentence or a
-/// summary usually states the claim; the rest adds detail.
+/// Share of an item's utility its shortest rung is taken to carry: a head sentence or a summary
+/// usually states the claim; the rest adds detail.
 pub const SHORT_RUNG_VALUE: f64 = 0.6;
 
 struct Entry {
     util: f64,
-    set: Vec<u64>,
-    max_sim: f64,
-    /// The admission step, until taken.
+    /// Admission step, until taken.
     admit: Option<Step>,
     /// Share of the utility the admission carries (1 when it is the full text).
     share: f64,
     /// Upgrade steps left, and their density per token (fixed when the item is admitted).
     upgrades: VecDeque<Step>,
     up_density: f64,
+    /// Highest word-set Jaccard with an admitted item (kept current while the item waits).
+    max_sim: f64,
 }
 
 struct Sequence<'a> {
     items: &'a [Item],
-    /// Entry of each item (None outside the pool), indexed like `items`.
+    p: Params<'a>,
+    util: &'a [f64],
+    folded: &'a HashMap<usize, Vec<String>>,
     entries: Vec<Option<Entry>>,
-    /// Pool indexes still holding a step, in a fixed order, so iteration is deterministic.
-    order: Vec<usize>,
+    /// Per layer, items waiting for admission, in retrieval order.
+    queues: Vec<VecDeque<usize>>,
+    /// Admitted items that still have upgrades.
+    growing: Vec<usize>,
+    /// Word sets of admitted items.
+    taken: Vec<Vec<u64>>,
+    /// Word sets, computed when an item is first compared.
+    sets: Vec<Option<Vec<u64>>>,
     first: Option<Step>,
 }
 
 impl Sequence<'_> {
+    fn set(&mut self, i: usize) -> &[u64] {
+        let items = self.items;
+        self.sets[i].get_or_insert_with(|| text::word_set(&items[i].content))
+    }
+
+    /// Plans an item when it first reaches the head of its queue: items never reached cost nothing.
+    fn ensure(&mut self, i: usize) {
+        if self.entries[i].is_some() {
+            return;
+        }
+        let no_folds = Vec::new();
+        let f = self.folded.get(&i).unwrap_or(&no_folds);
+        let pl = plan(i, &self.items[i], &self.p, true, f);
+        let share = if pl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
+        self.entries[i] = Some(Entry {
+            util: self.util[i],
+            admit: Some(pl.admit),
+            share,
+            upgrades: pl.upgrades,
+            up_density: 0.0,
+            max_sim: 0.0,
+        });
+        self.refresh(i);
+    }
+
+    /// A newly admitted item: fix its upgrade density, and lower the value of waiting items that
+    /// repeat it (only queue heads can be admitted next; the others catch up when they get there).
     fn admitted(&mut self, idx: usize) {
-        let Some(e) = self.entries.get_mut(idx).and_then(Option::as_mut) else { return };
+        let set = self.set(idx).to_vec();
+        let heads: Vec<usize> = self.queues.iter().filter_map(|q| q.front().copied()).filter(|&j| j != idx).collect();
+        for j in heads {
+            let sim = text::jaccard(&set, self.set(j));
+            if let Some(e) = self.entries[j].as_mut() {
+                e.max_sim = e.max_sim.max(sim);
+            }
+        }
+        self.taken.push(set);
+        let Some(e) = self.entries[idx].as_mut() else { return };
         let full_left: usize = e.upgrades.iter().map(|s| s.cost).sum();
         let m = 1.0 - MMR_PENALTY * e.max_sim;
         e.up_density = if full_left == 0 { 0.0 } else { (1.0 - e.share) * e.util * m / full_left as f64 };
-        let set = std::mem::take(&mut e.set);
-        for &j in &self.order {
-            if j == idx {
-                continue;
-            }
-            if let Some(other) = self.entries[j].as_mut().filter(|o| o.admit.is_some()) {
-                other.max_sim = other.max_sim.max(text::jaccard(&set, &other.set));
-            }
+        if !e.upgrades.is_empty() {
+            self.growing.push(idx);
+        }
+    }
+
+    /// Brings a waiting item up to date with everything admitted before it became a queue head.
+    fn refresh(&mut self, j: usize) {
+        let own = self.set(j).to_vec();
+        let sim = self.taken.iter().map(|t| text::jaccard(t, &own)).fold(0.0, f64::max);
+        if let Some(e) = self.entries[j].as_mut() {
+            e.max_sim = e.max_sim.max(sim);
         }
     }
 }
@@ -65,63 +116,60 @@ impl Iterator for Sequence<'_> {
             self.admitted(s.item);
             return Some(s);
         }
-        // (density, is_upgrade, ref, idx); ties: lower ref, then admissions before upgrades.
-        let mut best: Option<(f64, bool, &str, usize)> = None;
-        for &i in &self.order {
-            let Some(e) = &self.entries[i] else { continue };
-            let r = self.items[i].r#ref.as_str();
-            let cand = match (&e.admit, e.upgrades.front()) {
-                (Some(a), _) => {
-                    Some((e.share * e.util * (1.0 - MMR_PENALTY * e.max_sim) / a.cost.max(1) as f64, false))
-                }
-                (None, Some(_)) => Some((e.up_density, true)),
-                (None, None) => None,
-            };
-            let Some((d, up)) = cand else { continue };
+        // (density, is_upgrade, ref, idx, layer); ties: lower ref, then admissions before upgrades.
+        let items = self.items;
+        let mut best: Option<(f64, bool, &str, usize, usize)> = None;
+        let mut consider = |d: f64, up: bool, i: usize, layer: usize| {
+            let r = items[i].r#ref.as_str();
             let better = match &best {
                 None => true,
-                Some((bd, bup, bref, _)) => d > *bd || (d == *bd && (r < *bref || (r == *bref && !up && *bup))),
+                Some((bd, bup, bref, _, _)) => d > *bd || (d == *bd && (r < *bref || (r == *bref && !up && *bup))),
             };
             if better {
-                best = Some((d, up, r, i));
+                best = Some((d, up, r, i, layer));
+            }
+        };
+        for l in 0..self.queues.len() {
+            if let Some(&i) = self.queues[l].front() {
+                self.ensure(i);
             }
         }
-        let (_, up, _, i) = best?;
-        let e = self.entries[i].as_mut()?;
-        let step = if up {
-            e.upgrades.pop_front()
-        } else {
-            let s = e.admit.take();
-            self.admitted(i);
-            s
-        };
-        // Items with nothing left to give leave the scan.
-        if self.entries[i].as_ref().is_some_and(|e| e.admit.is_none() && e.upgrades.is_empty()) {
-            self.order.retain(|&j| j != i);
+        for (l, q) in self.queues.iter().enumerate() {
+            let Some(&i) = q.front() else { continue };
+            let Some(e) = &self.entries[i] else { continue };
+            let Some(a) = &e.admit else { continue };
+            let d = e.share * e.util * (1.0 - MMR_PENALTY * e.max_sim) / a.cost.max(1) as f64;
+            consider(d, false, i, l);
         }
+        for &i in &self.growing {
+            if let Some(e) = &self.entries[i] {
+                consider(e.up_density, true, i, 0);
+            }
+        }
+        let (_, up, _, i, layer) = best?;
+        if up {
+            let e = self.entries[i].as_mut()?;
+            let step = e.upgrades.pop_front();
+            if e.upgrades.is_empty() {
+                self.growing.retain(|&j| j != i);
+            }
+            return step;
+        }
+        self.queues[layer].pop_front();
+        let step = self.entries[i].as_mut()?.admit.take();
+        self.admitted(i);
         step
     }
 }
 
-/// Packs with the knapsack.
-pub fn pack(items: Vec<Item>, p: Params) -> Pack {
-    let weights = p.intent.weights();
-    let sum: f64 = weights.iter().sum();
-    let prior = |l: Layer| weights[l as usize] / sum;
-    let util: Vec<f64> = items.iter().map(|it| utility(it, prior(it.layer), &p.profile)).collect();
-    let by_util =
-        |a: &usize, b: &usize| util[*b].total_cmp(&util[*a]).then_with(|| items[*a].r#ref.cmp(&items[*b].r#ref));
-
-    // Layers the intent gives no weight get nothing.
-    let mut pool: Vec<usize> = (0..items.len()).filter(|&i| prior(items[i].layer) > 0.0).collect();
-    pool.sort_by(by_util);
-
-    // Fold near-duplicate facts into their most useful member.
+/// Folds near-duplicate facts into their most useful member: (members folded away, folded refs per
+/// survivor, how many were folded).
+fn fold_facts(items: &[Item], pool: &[usize]) -> (Vec<bool>, HashMap<usize, Vec<String>>, usize) {
     let facts: Vec<usize> = pool.iter().copied().filter(|&i| items[i].layer == Layer::Facts).collect();
     let mut folded: HashMap<usize, Vec<String>> = HashMap::new();
     let mut deduped = 0;
     let mut gone = vec![false; items.len()];
-    for g in fold::groups(&items, &facts) {
+    for g in fold::groups(items, &facts) {
         if g.len() > 1 {
             for &m in &g[1..] {
                 gone[m] = true;
@@ -130,43 +178,74 @@ pub fn pack(items: Vec<Item>, p: Params) -> Pack {
             folded.insert(g[0], g[1..].iter().map(|&m| items[m].r#ref.clone()).collect());
         }
     }
+    (gone, folded, deduped)
+}
+
+/// Packs with the knapsack.
+pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
+    let weights = p.intent.weights();
+    let sum: f64 = weights.iter().sum();
+    let prior = |l: Layer| weights[l as usize] / sum;
+    let util: Vec<f64> = items.iter().map(|it| utility(it, prior(it.layer), &p.profile)).collect();
+    let by_util =
+        |a: &usize, b: &usize| util[*b].total_cmp(&util[*a]).then_with(|| items[*a].r#ref.cmp(&items[*b].r#ref));
+
+    // Layers the intent gives no weight get nothing; the rest wait in retrieval order.
+    let mut pool: Vec<usize> = (0..items.len()).filter(|&i| prior(items[i].layer) > 0.0).collect();
+    let mut by_value = pool.clone();
+    by_value.sort_by(by_util);
+    let (gone, folded, deduped) = fold_facts(&items, &by_value);
     pool.retain(|&i| !gone[i]);
 
-    let floor_idx = pool.iter().copied().find(|&i| items[i].layer == Layer::Constraints);
+    let floor_idx = by_value.iter().copied().find(|&i| !gone[i] && items[i].layer == Layer::Constraints);
     let mut first = None;
     let mut entries: Vec<Option<Entry>> = (0..items.len()).map(|_| None).collect();
+    let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); 8];
+    let no_folds: Vec<String> = Vec::new();
     for &i in &pool {
         let it = &items[i];
-        let pl = if Some(i) == floor_idx {
-            match floor_plan(i, it, &p.profile, FLOOR_ROOM) {
-                Some(f) => {
-                    first = Some(f.admit.clone());
-                    f
-                }
-                None => plan(i, it, &p.profile, true),
-            }
+        let floor = if Some(i) == floor_idx {
+            floor_plan(i, it, &p, p.floor_room(), folded.get(&i).unwrap_or(&no_folds))
         } else {
-            plan(i, it, &p.profile, true)
+            None
         };
-        let share = if pl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
-        let admit = if first.as_ref().is_some_and(|f| f.item == i) { None } else { Some(pl.admit) };
-        entries[i] = Some(Entry {
-            util: util[i],
-            set: text::word_set(&it.content),
-            max_sim: 0.0,
-            admit,
-            share,
-            upgrades: pl.upgrades,
-            up_density: 0.0,
-        });
+        match floor {
+            Some(fl) => {
+                let share = if fl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
+                first = Some(fl.admit);
+                entries[i] = Some(Entry {
+                    util: util[i],
+                    admit: None,
+                    share,
+                    upgrades: fl.upgrades,
+                    up_density: 0.0,
+                    max_sim: 0.0,
+                });
+            }
+            None => queues[it.layer as usize].push_back(i),
+        }
     }
-    let seq = Sequence { items: &items, entries, order: pool.clone(), first };
-    let (mut state, used, _) = take_prefix(items.len(), seq, p.budget);
+    let sets = vec![None; items.len()];
+    let seq = Sequence {
+        items: &items,
+        p,
+        util: &util,
+        folded: &folded,
+        entries,
+        queues,
+        growing: Vec::new(),
+        taken: Vec::new(),
+        sets,
+        first,
+    };
+    let mut prefix = take_prefix(&items, p.meter, seq, p.room());
+    let mut folded = folded;
 
-    let mut packed_idx: Vec<usize> = (0..items.len()).filter(|&i| state[i].is_some()).collect();
+    let mut packed_idx: Vec<usize> = (0..items.len()).filter(|&i| prefix.state[i].is_some()).collect();
     packed_idx.sort_by(|a, b| items[*a].layer.cmp(&items[*b].layer).then_with(|| by_util(a, b)));
-    let mut excluded: Vec<Item> = pool.iter().filter(|&&i| state[i].is_none()).map(|&i| items[i].clone()).collect();
+    let mut excluded: Vec<Item> =
+        by_value.iter().filter(|&&i| !gone[i] && prefix.state[i].is_none()).map(|&i| items[i].clone()).collect();
     excluded.extend(items.iter().filter(|it| prior(it.layer) == 0.0).cloned());
-    let out = collect(&items, &mut state, &packed_idx, |i| folded.remove(&i).unwrap_or_default(), |i| util[i]);
-    Pack { items: out, budget: p.budget, used, excluded, deduped, intent: p.intent }
+    let out = collect(&items, &mut prefix.state, &packed_idx, |i| folded.remove(&i).unwrap_or_default(), |i| util[i]);
+    Pack { items: out, budget: p.budget, used: p.reserve + prefix.used, excluded, deduped, intent: p.intent }
 }

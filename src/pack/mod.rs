@@ -13,7 +13,7 @@ pub mod intent;
 pub mod knapsack;
 pub mod ladder;
 
-use crate::profile::{Profile, ITEM_OVERHEAD, MIN_BUDGET};
+use crate::profile::Profile;
 use intent::Intent;
 
 /// The eight pack layers, in envelope order (FACTS.md weight order).
@@ -138,7 +138,8 @@ pub struct Pack {
     pub items: Vec<Packed>,
     /// Allotted tokens.
     pub budget: usize,
-    /// Σ (tokens(content) + 12).
+    /// Tokens accounted: the reserve plus every admitted step and shared unit (the rendered output
+    /// is counted again, exactly, by the envelope).
     pub used: usize,
     /// Eligible candidates left out, most useful first (the pack cursor pages through these).
     pub excluded: Vec<Item>,
@@ -148,19 +149,51 @@ pub struct Pack {
     pub intent: Intent,
 }
 
+/// What packing needs to know about the rendering: each item's real cost in the output, in the
+/// reading model's tokens. Implemented by the envelope's layout; packing never renders.
+pub trait Meter {
+    /// Tokens the item adds to the output with this content: all its units, its list separator, and
+    /// its entry in the session delta when there is one.
+    fn cost(&self, item: &Item, content: &str, compressed: Option<&'static str>, folded: &[String]) -> usize;
+    /// Tokens of a text alone.
+    fn content_tokens(&self, content: &str) -> usize;
+    /// The longest prefix of `content` within `tokens`, ending in `…` when cut.
+    fn cut(&self, content: &str, tokens: usize) -> String;
+    /// Shared units the item needs in the output (a graph entry per entity, a layer header): (key,
+    /// tokens). The first admitted item that needs a key pays for it.
+    fn groups(&self, item: &Item) -> Vec<(String, usize)>;
+}
+
 /// The packing parameters.
-#[derive(Debug, Clone, Copy)]
-pub struct Params {
+#[derive(Clone, Copy)]
+pub struct Params<'a> {
     /// Resolved profile.
     pub profile: Profile,
-    /// Allotted tokens (already clamped).
+    /// Allotted tokens (already clamped): the whole output must fit.
     pub budget: usize,
+    /// Tokens of the output that are not items (legend, framing, receipt, ...), at their largest.
+    pub reserve: usize,
     /// Detected intent.
     pub intent: Intent,
+    /// Item costs.
+    pub meter: &'a dyn Meter,
+}
+
+impl Params<'_> {
+    /// Tokens the items may take.
+    pub fn room(&self) -> usize {
+        self.budget.saturating_sub(self.reserve)
+    }
+
+    /// What the constraint floor is judged against: a fixed room, so its cost is the same at every
+    /// budget and the superset property survives it.
+    pub fn floor_room(&self) -> usize {
+        FLOOR_ROOM
+    }
 }
 
 /// Packs candidates (in retrieval order) with the profile's packer.
-pub fn pack(items: Vec<Item>, p: Params) -> Pack {
+pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
     if p.profile.knapsack {
         knapsack::pack(items, p)
     } else {
@@ -177,13 +210,14 @@ pub(crate) struct Step {
     pub content: String,
     /// Compression tag after this step.
     pub compressed: Option<&'static str>,
-    /// Tokens this step adds (for an admission: its whole cost, overhead included).
+    /// Tokens this step adds (for an admission: its whole cost).
     pub cost: usize,
 }
 
 /// No step of a packing sequence but the constraint floor adds more than this many content tokens
-/// (**ours**): a longer memory is admitted truncated and grows by steps of this size, so one large
-/// memory never blocks the rest of the sequence and the prefix rule wastes little budget.
+/// (ours, not the reference's): a longer memory is admitted at its stored summary, or truncated, and
+/// grows by steps of this size, so one large memory never blocks the rest of the sequence and the
+/// prefix rule wastes little budget.
 pub const MAX_STEP_TOKENS: usize = 128;
 
 /// An item's packing plan: how it enters the pack, then the steps that grow it to its full text.
@@ -195,60 +229,94 @@ pub(crate) struct Plan {
     pub upgrades: std::collections::VecDeque<Step>,
 }
 
-/// `content` cut to fit `tokens` content tokens.
-fn cut(content: &str, profile: &Profile, tokens: usize) -> String {
-    crate::text::truncate_chars(content, profile.chars_for(tokens.max(1)))
-}
+/// Tokens the top constraint may take when it is placed first (its whole item, framing included):
+/// it enters at the first rung of the ladder that fits, else truncated to fit.
+pub const FLOOR_ROOM: usize = 128;
 
-/// Steps from a pack cost of `from` (an admitted rung) to the full text, each adding at most
-/// [`MAX_STEP_TOKENS`] tokens.
-fn upgrades(idx: usize, item: &Item, profile: &Profile, from: usize) -> std::collections::VecDeque<Step> {
-    let full = profile.item_cost(&item.content);
+/// Separates a stored summary from the text that follows it while an item grows.
+const SUMMARY_SEPARATOR: &str = "\n\n";
+
+/// Growth steps from an admitted step to the full text, each adding at most [`MAX_STEP_TOKENS`]
+/// content tokens. When the item entered as its stored summary, the summary stays in front of the
+/// text that follows it: a summary is never lost by growing.
+fn upgrades(
+    idx: usize,
+    item: &Item,
+    p: &Params<'_>,
+    admit: &Step,
+    folded: &[String],
+) -> std::collections::VecDeque<Step> {
+    let m = p.meter;
+    let text = item.content.as_str();
+    let lead = match admit.compressed {
+        Some("summary") => format!("{}{SUMMARY_SEPARATOR}", admit.content),
+        _ => String::new(),
+    };
     // No step beyond the profile's largest budget can ever be taken: stop there, so a memory of
-    // megabytes costs no more steps (and no more copies) than one that fills the largest pack.
-    let ceiling = full.min(profile.pack_token_budget as usize + MAX_STEP_TOKENS);
+    // megabytes costs no more steps than one that fills the largest pack.
+    let ceiling = p.profile.pack_token_budget as usize + MAX_STEP_TOKENS;
     let mut out = std::collections::VecDeque::new();
-    let mut cur = from;
-    while cur < ceiling {
-        if full - cur <= MAX_STEP_TOKENS {
-            out.push_back(Step { item: idx, content: item.content.clone(), compressed: None, cost: full - cur });
+    let mut cur = admit.cost;
+    let mut shown = m.content_tokens(&admit.content);
+    let text_tokens = m.content_tokens(text).min(ceiling + 1);
+    let lead_tokens = if lead.is_empty() { 0 } else { m.content_tokens(&lead) };
+    loop {
+        let target = shown + MAX_STEP_TOKENS;
+        let (content, tag) = if target >= lead_tokens + text_tokens {
+            (text.to_string(), None)
+        } else {
+            let cut = m.cut(text, target.saturating_sub(lead_tokens).max(1));
+            (format!("{lead}{cut}"), Some("truncated"))
+        };
+        let c = m.cost(item, &content, tag, folded);
+        // The full text ends the growth even when it costs no more than the step before it (it
+        // replaces summary + partial text); the pack is charged the largest cost on the way.
+        if c > cur || tag.is_none() {
+            out.push_back(Step { item: idx, content, compressed: tag, cost: c.saturating_sub(cur) });
+            cur = cur.max(c);
+        }
+        if tag.is_none() || cur > ceiling {
             break;
         }
-        let content = cut(&item.content, profile, cur + MAX_STEP_TOKENS - ITEM_OVERHEAD);
-        let c = profile.item_cost(&content);
-        if c <= cur {
-            // Cannot grow by cutting (only on absurd profiles): go straight to the full text.
-            out.push_back(Step { item: idx, content: item.content.clone(), compressed: None, cost: full - cur });
-            break;
-        }
-        out.push_back(Step { item: idx, content, compressed: Some("truncated"), cost: c - cur });
-        cur = c;
+        shown = target;
     }
     out
 }
 
-/// The plan of an item. With `ladder`, admission takes the shortest rung (summary, head sentence);
-/// without, the full text. Either way an admission longer than [`MAX_STEP_TOKENS`] is truncated.
-pub(crate) fn plan(idx: usize, item: &Item, profile: &Profile, ladder: bool) -> Plan {
+/// The admission rung: with `ladder` the shortest rung (summary, head sentence), else the full
+/// text; a text longer than [`MAX_STEP_TOKENS`] enters as its stored summary when that is short
+/// enough, else truncated.
+fn admission(item: &Item, p: &Params<'_>, ladder: bool) -> (String, Option<&'static str>) {
+    let m = p.meter;
     let (content, tag) = if ladder { ladder::shortest(item) } else { (item.content.clone(), None) };
-    let (content, tag) = if profile.tokens(&content) > MAX_STEP_TOKENS {
-        (cut(&item.content, profile, MAX_STEP_TOKENS), Some("truncated"))
-    } else {
-        (content, tag)
-    };
-    let cost = profile.item_cost(&content);
+    if m.content_tokens(&content) <= MAX_STEP_TOKENS {
+        return (content, tag);
+    }
+    match item.summary.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        Some(s) if m.content_tokens(s) <= MAX_STEP_TOKENS => (s.to_string(), Some("summary")),
+        _ => (m.cut(&item.content, MAX_STEP_TOKENS), Some("truncated")),
+    }
+}
+
+/// The plan of an item.
+pub(crate) fn plan(idx: usize, item: &Item, p: &Params<'_>, ladder: bool, folded: &[String]) -> Plan {
+    let (content, tag) = admission(item, p, ladder);
+    let cost = p.meter.cost(item, &content, tag, folded);
     let admit = Step { item: idx, content, compressed: tag, cost };
-    Plan { upgrades: upgrades(idx, item, profile, cost), admit }
+    Plan { upgrades: upgrades(idx, item, p, &admit, folded), admit }
 }
 
 /// The floor for the top item of a layer that must be present (the top constraint): its first ladder
-/// rung that fits the smallest budget any call can have, else its text truncated to that, then steps
-/// up to its full text. Judged against MIN_BUDGET, not the call's budget, so its cost is the same at
-/// every budget and the superset property survives the floor.
-pub(crate) fn floor_plan(idx: usize, item: &Item, profile: &Profile, room: usize) -> Option<Plan> {
+/// rung that fits `room`, else its text truncated to fit, then steps up to its full text. Judged
+/// against [`Params::floor_room`], not the call's budget, so its cost is the same at every budget.
+pub(crate) fn floor_plan(idx: usize, item: &Item, p: &Params<'_>, room: usize, folded: &[String]) -> Option<Plan> {
+    let m = p.meter;
     let mut admit = None;
     for (content, tag) in ladder::rungs(item) {
-        let cost = profile.item_cost(&content);
+        if m.content_tokens(&content) > room {
+            continue;
+        }
+        let cost = m.cost(item, &content, tag, folded);
         if cost <= room {
             admit = Some(Step { item: idx, content, compressed: tag, cost });
             break;
@@ -257,45 +325,68 @@ pub(crate) fn floor_plan(idx: usize, item: &Item, profile: &Profile, room: usize
     let admit = match admit {
         Some(a) => a,
         None => {
-            let content_tokens = room.checked_sub(ITEM_OVERHEAD).filter(|t| *t > 0)?;
-            let content = cut(&item.content, profile, content_tokens);
-            if content.is_empty() {
-                return None;
+            let framing = m.cost(item, "", Some("truncated"), folded);
+            let mut tokens = room.checked_sub(framing).filter(|t| *t > 0)?;
+            loop {
+                let content = m.cut(&item.content, tokens);
+                if content.is_empty() {
+                    return None;
+                }
+                let cost = m.cost(item, &content, Some("truncated"), folded);
+                if cost <= room {
+                    break Step { item: idx, content, compressed: Some("truncated"), cost };
+                }
+                tokens = tokens.checked_sub(cost - room).filter(|t| *t > 0)?;
             }
-            let cost = profile.item_cost(&content);
-            Step { item: idx, content, compressed: Some("truncated"), cost }
         }
     };
-    Some(Plan { upgrades: upgrades(idx, item, profile, admit.cost), admit })
+    Some(Plan { upgrades: upgrades(idx, item, p, &admit, folded), admit })
 }
-
-/// The room the floor is judged against.
-pub(crate) const FLOOR_ROOM: usize = MIN_BUDGET as usize;
 
 /// Final content and compression tag of an admitted item.
 pub(crate) type Placed = (String, Option<&'static str>);
 
-/// Applies the longest prefix of `steps` that fits `budget`. Returns (per item: final content and
-/// tag, or None when not admitted; used tokens).
+/// What the longest prefix of a sequence that fits holds.
+pub(crate) struct Prefix {
+    /// Per item: final content and tag, or None when not admitted.
+    pub state: Vec<Option<Placed>>,
+    /// Tokens used, shared units included.
+    pub used: usize,
+    /// Items in admission order.
+    pub order: Vec<usize>,
+}
+
+/// Applies the longest prefix of `steps` that fits `room`. An admission also pays for the shared
+/// units (graph entries, layer headers) that no earlier admission opened.
 pub(crate) fn take_prefix(
-    n_items: usize,
+    items: &[Item],
+    meter: &dyn Meter,
     steps: impl IntoIterator<Item = Step>,
-    budget: usize,
-) -> (Vec<Option<Placed>>, usize, Vec<usize>) {
-    let mut state: Vec<Option<Placed>> = vec![None; n_items];
+    room: usize,
+) -> Prefix {
+    let mut state: Vec<Option<Placed>> = vec![None; items.len()];
     let mut order = Vec::new();
     let mut used = 0usize;
+    let mut opened: std::collections::HashSet<String> = std::collections::HashSet::new();
     for s in steps {
-        if used + s.cost > budget {
+        let admitting = state[s.item].is_none();
+        let groups: Vec<(String, usize)> = if admitting {
+            meter.groups(&items[s.item]).into_iter().filter(|(k, _)| !opened.contains(k)).collect()
+        } else {
+            Vec::new()
+        };
+        let cost = s.cost + groups.iter().map(|g| g.1).sum::<usize>();
+        if used + cost > room {
             break;
         }
-        used += s.cost;
-        if state[s.item].is_none() {
+        used += cost;
+        opened.extend(groups.into_iter().map(|g| g.0));
+        if admitting {
             order.push(s.item);
         }
         state[s.item] = Some((s.content, s.compressed));
     }
-    (state, used, order)
+    Prefix { state, used, order }
 }
 
 /// The packed items, in `order`, from the prefix's final state (content and tag per item).

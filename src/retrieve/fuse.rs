@@ -19,17 +19,23 @@ pub struct Fused {
 
 /// Fuses rankings (each a list of pool indexes, best first). `tiebreak` orders equal scores.
 pub fn rrf<K: Ord>(rankings: &[&[usize]], tiebreak: impl Fn(usize) -> K) -> Vec<Fused> {
-    let active = rankings.iter().filter(|r| !r.is_empty()).count();
-    if active == 0 {
+    let weights = vec![1.0; rankings.len()];
+    rrf_weighted(rankings, &weights, tiebreak)
+}
+
+/// [`rrf`] with a weight per ranking: Σ weight/(k + rank).
+pub fn rrf_weighted<K: Ord>(rankings: &[&[usize]], weights: &[f64], tiebreak: impl Fn(usize) -> K) -> Vec<Fused> {
+    let active: f64 = rankings.iter().zip(weights).filter(|(r, _)| !r.is_empty()).map(|(_, w)| *w).sum();
+    if active == 0.0 {
         return Vec::new();
     }
     let mut score: HashMap<usize, f64> = HashMap::new();
-    for ranking in rankings {
+    for (ranking, w) in rankings.iter().zip(weights) {
         for (pos, &item) in ranking.iter().enumerate() {
-            *score.entry(item).or_default() += 1.0 / (RRF_K + pos as f64 + 1.0);
+            *score.entry(item).or_default() += w / (RRF_K + pos as f64 + 1.0);
         }
     }
-    let best = active as f64 / (RRF_K + 1.0);
+    let best = active / (RRF_K + 1.0);
     let mut v: Vec<(usize, f64)> = score.into_iter().collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| tiebreak(a.0).cmp(&tiebreak(b.0))));
     // Relevance is the fused score rescaled over this candidate list (best 1, weakest 0): RRF scores

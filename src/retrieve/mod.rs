@@ -360,7 +360,11 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
-    let fused = fuse::rrf(&[&fts_rank, &vector_rank, &entity_rank, &context_rank], |i| pool.mems[i].id.clone());
+    let w = |k: &str, d: f64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let weights = [w("CMP_W_FTS", 1.0), w("CMP_W_VEC", 1.0), w("CMP_W_ENT", 1.0), w("CMP_W_CTX", 1.0)];
+    let fused = fuse::rrf_weighted(&[&fts_rank, &vector_rank, &entity_rank, &context_rank], &weights, |i| {
+        pool.mems[i].id.clone()
+    });
     let active = [&fts_rank, &vector_rank, &entity_rank, &context_rank].iter().filter(|r| !r.is_empty()).count();
     let basis = if user_vector && active == 1 && !vector_rank.is_empty() {
         "cosine"

@@ -35,8 +35,9 @@ pub fn rules(conn: &Connection, q: &Query<'_>, limit: usize) -> rusqlite::Result
 }
 
 /// The `k` memories recorded right before and the `k` right after `m` (by occurred_at, else
-/// captured_at) within `window` seconds: the context of a strong match, e.g. the messages around it
-/// in a conversation.
+/// captured_at, then by insertion order, so memories stored with one timestamp — a batch import, a
+/// chat export to the minute, one document in parts — keep their order) within `window` seconds:
+/// the context of a strong match, e.g. the messages around it in a conversation.
 pub fn around(conn: &Connection, q: &Query<'_>, m: &Memory, k: usize, window: f64) -> rusqlite::Result<Vec<Memory>> {
     let when = m.occurred_at.as_deref().unwrap_or(&m.captured_at);
     let Some(t) = crate::time::parse(when) else { return Ok(Vec::new()) };
@@ -45,9 +46,9 @@ pub fn around(conn: &Connection, q: &Query<'_>, m: &Memory, k: usize, window: f6
     for (cmp, order) in [("<", "DESC"), (">", "ASC")] {
         let sql = format!(
             "SELECT {MEMORY_COLS} FROM cmp_memories AS m
-             WHERE m.scope = :scope AND coalesce(m.occurred_at, m.captured_at) {cmp} :t AND m.rid <> :rid
+             WHERE m.scope = :scope AND (coalesce(m.occurred_at, m.captured_at), m.rid) {cmp} (:t, :rid)
                AND {eligible} AND {VISIBLE}
-             ORDER BY coalesce(m.occurred_at, m.captured_at) {order}, m.id LIMIT :k"
+             ORDER BY coalesce(m.occurred_at, m.captured_at) {order}, m.rid {order} LIMIT :k"
         );
         let mut st = conn.prepare_cached(&sql)?;
         let mut rows =
