@@ -98,6 +98,20 @@ fn session_turn(conn: &Connection, func: &str, sid: &str, built: &Built, o: &Opt
     fail(func, format!("session {sid:?} is busy: concurrent turns kept winning; retry"))
 }
 
+/// Fails, naming the fix, when the session state or pin that a call is about to write would not last
+/// on this connection (see [`store::unwritable`]): never answer as if a turn were stored when it is not.
+fn writable(conn: &Connection, f: &str, sid: Option<&str>) -> Result<()> {
+    let Some(why) = store::unwritable(conn) else { return Ok(()) };
+    let what = sid.map_or("the pin (pin: true)".to_string(), |s| format!("session {s:?}"));
+    fail(
+        f,
+        format!(
+            "{what} cannot be stored here: {why}; run session turns and pins on the primary (a writable \
+             database), or leave session_id and pin out on a replica"
+        ),
+    )
+}
+
 /// Renders a built pack in the requested format, running the session turn and the pin if asked.
 pub fn render(conn: &Connection, req: &Request<'_>, built: &Built, sid: Option<&str>) -> Result<String> {
     let f = req.func;
@@ -107,6 +121,9 @@ pub fn render(conn: &Connection, req: &Request<'_>, built: &Built, sid: Option<&
     let (canonical, sha) = envelope::canonical(built.profile.name, &built.pack, built.pending, &objects);
     let cursor =
         if built.pack.excluded.is_empty() { None } else { Some(pack_cursor(conn, f, req, built.pack.budget, 0)?) };
+    if o.pin || sid.is_some() {
+        writable(conn, f, sid)?;
+    }
     // The pin first: it is idempotent (the same sha always stores the same bytes), so when the session
     // turn fails after it, nothing observable is half-done; the session turn is the last write.
     let pin = if o.pin {
