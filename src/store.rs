@@ -128,6 +128,11 @@ pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
             return Ok(v);
         }
     }
+    if let Some(why) = unwritable(conn) {
+        let msg =
+            format!("the schema needs creating or upgrading, which cannot be done here: {why}; run it on the primary");
+        return Err(crate::error::CmpError::new("cmp_init", msg).into());
+    }
     // All-or-nothing: a failure leaves the database as it was.
     conn.execute_batch("SAVEPOINT cmp_init")?;
     let r = conn.execute_batch(SCHEMA_SQL).and_then(|_| {
@@ -338,7 +343,7 @@ pub fn ref_status(
     Ok(out)
 }
 
-/// Why a write made on `conn` would not last, or `None` when it would. cmp_context and
+/// Why a write made on `conn` would not last, or `None` when it would. cmp_init, cmp_context and
 /// cmp_session_reset write from inside a SELECT; where that write cannot durably land they must fail
 /// rather than answer as if it had. Three cases: a database opened read-only, `PRAGMA query_only`,
 /// and a libSQL server (sqld) read replica. A replica runs a SELECT on its own copy, where the write

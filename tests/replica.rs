@@ -1,4 +1,4 @@
-//! Writes that would not last fail loudly. A session turn (or a pin) on a database that cannot durably
+//! Writes that would not last fail loudly. A session turn (or a pin, a reset, a schema creation) on a database that cannot durably
 //! take the write must fail with an error naming the fix, never answer as if the turn were stored:
 //! on a libSQL (sqld) read replica the write would land on the local copy and vanish at the next
 //! replicated change (tests/cluster/run.sh shows it against real sqld servers). Reads without a session
@@ -64,6 +64,26 @@ fn sqld_replica_refuses_session_turns_pins_and_resets() {
     assert!(q.contains("mem_000000000001"), "{q}");
     let x: String = replica.query_row("SELECT cmp_expand('mem_000000000001')", [], |r| r.get(0)).unwrap();
     assert!(x.contains("Atlas ships on Friday"), "{x}");
+}
+
+#[test]
+fn sqld_replica_refuses_to_create_the_schema_but_reports_a_current_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("data");
+    std::fs::write(dir.path().join("client_wal_index"), b"").unwrap();
+    let empty = registered(Connection::open(&db).unwrap());
+    let e = message(empty.query_row("SELECT cmp_init()", [], |r| r.get::<_, i64>(0)).unwrap_err());
+    assert!(e.starts_with("cmp_init: the schema needs creating or upgrading, which cannot be done here: "), "{e}");
+    assert!(e.contains("sqld") && e.ends_with("run it on the primary"), "{e}");
+    let n: i64 = empty.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 0, "nothing was created");
+
+    std::fs::remove_file(dir.path().join("client_wal_index")).unwrap();
+    seed(&db);
+    std::fs::write(dir.path().join("client_wal_index"), b"").unwrap();
+    let replica = registered(Connection::open(&db).unwrap());
+    let v: i64 = replica.query_row("SELECT cmp_init()", [], |r| r.get(0)).unwrap();
+    assert!(v >= 2, "an up-to-date schema needs no write: cmp_init reports it");
 }
 
 #[test]
