@@ -215,6 +215,10 @@ def main():
     check("replica: the error starts with cmp_context: and says why",
           str(r).find('cmp_context: session "r1" ' + REPLICA_RULE) >= 0, r)
 
+    r = one(rep, f"SELECT cmp_init(), {FILE}")
+    check("replica: cmp_init() reports the replicated schema version, from its own copy",
+          r[0] == one(primary, "SELECT cmp_init()")[0] and r[1] != primary_file, r)
+
     # Inside a transaction that has written, sqld forwards every statement: the turn runs on the primary.
     r = pipeline(rep, [("BEGIN IMMEDIATE", []),
                        ("SELECT cmp_context(?, 'gpt', 500, 'tx1', ?), " + FILE, [TASKS[1], opts()]),
