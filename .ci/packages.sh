@@ -10,7 +10,8 @@
 #           then npm/test_package.js (the same checks, and the js examples of npm/README.md and
 #           README.md) with better-sqlite3@12 from tests/hosts/node-setup.sh's cache;
 #   crate   `cargo package -p cmp` (packs the crate and builds it from the packed files alone).
-# Expects target/release/libcmp.so (.ci/run builds it first). Prints `N passed, M failed` over the
+# The build scripts run `cargo build --release --features loadable_extension` first (a no-op when
+# .ci/run has just built it) and refuse a library without the entry point. Prints `N passed, M failed` over the
 # three; exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -36,7 +37,7 @@ run() {
 
 python_wheel() {
     local wheel
-    wheel=$(CMP_SKIP_CARGO=1 bash python/build.sh "$tmp/wheels" | tail -n 1) || return 1
+    wheel=$(bash python/build.sh "$tmp/wheels" | tail -n 1) || return 1
     echo "built $wheel"
     /usr/bin/python3 -m venv "$tmp/venv" || return 1
     "$tmp/venv/bin/pip" install --quiet --no-index --disable-pip-version-check "$wheel" || return 1
@@ -56,7 +57,7 @@ python_wheel() {
 
 node_tarball() {
     local tarball modules
-    tarball=$(CMP_SKIP_CARGO=1 bash npm/build.sh "$tmp/npm" | tail -n 1) || return 1
+    tarball=$(bash npm/build.sh "$tmp/npm" | tail -n 1) || return 1
     echo "built $tarball"
     modules=$(bash tests/hosts/node-setup.sh) || return 1
     mkdir -p "$tmp/app"

@@ -17,6 +17,12 @@ if [[ ${CMP_SKIP_CARGO:-} != 1 ]]; then
 fi
 lib=target/release/libcmp.so
 [[ -f $lib ]] || { echo "npm/build.sh: $lib is missing" >&2; exit 1; }
+# A library built without the loadable_extension feature has no entry point: it would install, then
+# fail to load.
+grep -qa sqlite3_cmp_init "$lib" || {
+    echo "npm/build.sh: $lib has no sqlite3_cmp_init entry point: rebuild it with \`cargo build --release --features loadable_extension\`" >&2
+    exit 1
+}
 # The package version is the crate's.
 version=$(sed -n '/^\[package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 stage=$out/package

@@ -64,6 +64,11 @@ def main():
     if not lib.is_file():
         sys.exit(f"build_wheel.py: {lib} does not exist: build it first "
                  "(cargo build --release --features loadable_extension)")
+    # A library built without the loadable_extension feature has no entry point: it would install, then
+    # fail to load.
+    if b"sqlite3_cmp_init" not in lib.read_bytes():
+        sys.exit(f"build_wheel.py: {lib} has no sqlite3_cmp_init entry point: rebuild it with "
+                 "`cargo build --release --features loadable_extension`")
     version = crate_version()
     tag = f"py3-none-{platform_tag()}"
     info = f"{DIST}-{version}.dist-info"

@@ -29,6 +29,9 @@ fail() {
 }
 
 [[ -f $lib ]] || fail "$lib is missing: run \`cargo build --release --features loadable_extension\` first"
+# A library built without the loadable_extension feature has no entry point: sqld would refuse it.
+grep -qa sqlite3_cmp_init "$lib" ||
+    fail "$lib has no sqlite3_cmp_init entry point: rebuild it with \`cargo build --release --features loadable_extension\`"
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
