@@ -13,7 +13,9 @@
 4. The session rule: a session turn, a pin and cmp_session_reset sent to a replica either run on the
    primary (sqld may forward them) or fail with `cmp_context: session ... cannot be stored here`
    naming the fix; inside a transaction that has written, sqld forwards it and it is stored on the
-   primary. The issue's sequence is replayed 8 times; a session's state on the primary always
+   primary. A sequence of inserts and session turns through a replica (a count, a session-less
+   context and a session turn; then the same turn and an INSERT) is replayed for 8 sessions: a
+   session's state on the primary always
    counts exactly the turns that answered, no answered turn re-delivers what an earlier one delivered,
    and no replica holds session state the primary does not.
 Every wait is bounded. Prints one line per check and `N passed, M failed`; exits 1 on any failure.
@@ -231,7 +233,7 @@ def main():
     task = "when does Atlas ship?"
     session_call = ("SELECT cmp_context(?, 'gpt', 500, ?, ?), " + FILE)
     for i in range(8):
-        sid = f"issue-{i}"
+        sid = f"seq-{i}"
         one(primary, "INSERT INTO cmp_memories(content, entities, captured_at) VALUES (?, '[\"Atlas\"]', ?)",
             f"Atlas note {i}: the launch checklist has {i + 3} open items.", "2026-05-31T13:00:00Z")
         p1 = pipeline(rep, [("SELECT count(*) FROM cmp_memories", []),
@@ -258,20 +260,20 @@ def main():
             answered[sid] = answered.get(sid, 0) + 1
             if int(wm["cursor"]) != answered[sid]:
                 check(f"{sid}: cursor counts the turns that answered", False, wm)
-    print(f"     (issue sequence: {16 - errors} of 16 session turns were forwarded to the primary by sqld, "
+    print(f"     (replayed sequence: {16 - errors} of 16 session turns were forwarded to the primary by sqld, "
           f"{errors} failed on the replica with the rule)")
-    check("issue sequence: no answered turn re-delivered a memory as new", resent == 0, resent)
-    check("issue sequence: every turn answered on the primary or failed naming the rule",
+    check("replayed sequence: no answered turn re-delivered a memory as new", resent == 0, resent)
+    check("replayed sequence: every turn answered on the primary or failed naming the rule",
           forwarded + errors == 16, (forwarded, errors))
-    for sid in [f"issue-{i}" for i in range(8)]:
+    for sid in [f"seq-{i}" for i in range(8)]:
         row = one(primary, "SELECT cursor FROM cmp_sessions WHERE session_id = ?", sid)
         stored = int(row[0]) if row else 0
         if stored != answered.get(sid, 0):
             check(f"{sid}: the primary's cursor equals the turns that answered", False,
                   (stored, answered.get(sid, 0)))
-    check("issue sequence: each session's state on the primary counts exactly its answered turns",
-          all(int((one(primary, "SELECT cursor FROM cmp_sessions WHERE session_id = ?", f"issue-{i}")
-                   or ["0"])[0]) == answered.get(f"issue-{i}", 0) for i in range(8)))
+    check("replayed sequence: each session's state on the primary counts exactly its answered turns",
+          all(int((one(primary, "SELECT cursor FROM cmp_sessions WHERE session_id = ?", f"seq-{i}")
+                   or ["0"])[0]) == answered.get(f"seq-{i}", 0) for i in range(8)))
     for port in replicas:
         ok = wait_for(f"replica {port} caught up at the end", lambda: caught_up(primary, port))
         if ok:
