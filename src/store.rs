@@ -128,6 +128,11 @@ pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
             return Ok(v);
         }
     }
+    if let Some(why) = unwritable(conn) {
+        let msg =
+            format!("the schema needs creating or upgrading, which cannot be done here: {why}; run it on the primary");
+        return Err(crate::error::CmpError::new("cmp_init", msg).into());
+    }
     // All-or-nothing: a failure leaves the database as it was.
     conn.execute_batch("SAVEPOINT cmp_init")?;
     let r = conn.execute_batch(SCHEMA_SQL).and_then(|_| {
@@ -336,4 +341,29 @@ pub fn ref_status(
         }
     }
     Ok(out)
+}
+
+/// Why a write made on `conn` would not last, or `None` when it would. cmp_init, cmp_context and
+/// cmp_session_reset write from inside a SELECT; where that write cannot durably land they must fail
+/// rather than answer as if it had. Three cases: a database opened read-only, `PRAGMA query_only`,
+/// and a libSQL server (sqld) read replica. A replica runs a SELECT on its own copy, where the write
+/// succeeds, is read back by later calls on that replica, never reaches the primary, and vanishes when
+/// the primary's next change to the same page replicates. sqld keeps a `client_wal_index` file in a
+/// replica's database directory and none beside a primary's, which is what is checked here.
+pub fn unwritable(conn: &Connection) -> Option<&'static str> {
+    if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+        return Some("the database is open read-only");
+    }
+    if conn.pragma_query_value(None, "query_only", |r| r.get::<_, bool>(0)).unwrap_or(false) {
+        return Some("PRAGMA query_only is on");
+    }
+    let file = conn.path().filter(|p| !p.is_empty())?;
+    let dir = std::path::Path::new(file).parent()?;
+    if dir.join("client_wal_index").exists() {
+        return Some(
+            "this database is a libSQL (sqld) read replica, whose local writes are overwritten by the primary's \
+             next replicated change",
+        );
+    }
+    None
 }

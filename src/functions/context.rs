@@ -150,10 +150,27 @@ fn fit(
     fail(f, "could not fit the output to token_budget; raise it")
 }
 
+/// Fails, naming the fix, when the session state or pin that a call is about to write would not last
+/// on this connection (see [`store::unwritable`]): never answer as if a turn were stored when it is not.
+fn writable(conn: &Connection, f: &str, sid: Option<&str>) -> Result<()> {
+    let Some(why) = store::unwritable(conn) else { return Ok(()) };
+    let what = sid.map_or("the pin (pin: true)".to_string(), |s| format!("session {s:?}"));
+    fail(
+        f,
+        format!(
+            "{what} cannot be stored here: {why}; run session turns and pins on the primary (a writable \
+             database), or leave session_id and pin out on a replica"
+        ),
+    )
+}
+
 /// Renders a request's pack in the requested format, running the session turn and the pin if asked.
 pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&str>) -> Result<String> {
     let f = req.func;
     let o = req.options;
+    if o.pin || sid.is_some() {
+        writable(conn, f, sid)?;
+    }
     let kind = if o.full_legend { Legend::Full } else { Legend::Compact };
     let Some(sid) = sid else {
         let layout = context::layout(o, g.counter, false, kind);

@@ -50,5 +50,8 @@ pub fn reset(ctx: &Context<'_>) -> Result<i64> {
     let (sid, o) = common(ctx, f)?;
     let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql(f, e))?;
     super::require_schema(&conn, f)?;
+    if let Some(why) = store::unwritable(&conn) {
+        return fail(f, format!("session {sid:?} cannot be reset here: {why}; reset it on the primary"));
+    }
     store::reset_session(&conn, &sid, &o.scope).map(i64::from).map_err(|e| CmpError::sql(f, e))
 }
