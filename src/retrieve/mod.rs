@@ -56,6 +56,26 @@ pub const RULES_LIMIT: usize = 20;
 /// The retrievers, in the order `why.retrievers` lists them.
 pub const RETRIEVERS: [&str; 6] = ["fts", "vector", "entity", "context", "recency", "constraints"];
 
+/// Weights of the fused rankings in reciprocal rank fusion, in the order fts, vector, entity,
+/// context. A word of the task found in a memory is the strongest evidence there is; the built-in
+/// hashing embedder only re-ranks what was found, so it counts half. Measured on LoCoMo and
+/// realtalk-dev alike (BENCHMARKS.md, "Fusion weights"): with equal weights a memory that matches a
+/// rare word of the task lost to its neighbours, which collect votes from every other ranking.
+pub const FUSION_WEIGHTS: [f64; 4] = [2.0, 0.5, 1.0, 0.5];
+
+/// The fusion weights in force: [`FUSION_WEIGHTS`], or, in a build with the `eval-knobs` feature
+/// (evaluation only), `CMP_W_FTS`, `CMP_W_VEC`, `CMP_W_ENT`, `CMP_W_CTX` from the environment.
+fn fusion_weights() -> [f64; 4] {
+    #[cfg(feature = "eval-knobs")]
+    {
+        let w = |k: &str, d: f64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+        let d = FUSION_WEIGHTS;
+        [w("CMP_W_FTS", d[0]), w("CMP_W_VEC", d[1]), w("CMP_W_ENT", d[2]), w("CMP_W_CTX", d[3])]
+    }
+    #[cfg(not(feature = "eval-knobs"))]
+    FUSION_WEIGHTS
+}
+
 /// What to retrieve.
 #[derive(Debug, Clone)]
 pub struct Query<'a> {
@@ -254,14 +274,16 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     // context: the memories recorded right around the strongest matches. A memory rarely stands
     // alone: the message before a match often asks the question it answers, the one after often
     // completes it. Fused as one more ranking (in the order of their anchors).
+    // The anchors themselves get no vote here: they already matched, and in a conversation every
+    // strong match is some other match's neighbour, so counting that would outvote the text.
     let mut context_rank = Vec::new();
     {
         let anchors: Vec<usize> = fts_rank.iter().copied().take(CONTEXT_ANCHORS).collect();
-        for a in anchors {
+        for &a in &anchors {
             let m = pool.mems[a].clone();
             for n in recency::around(conn, q, &m, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS).map_err(sql_err)? {
                 let i = pool.add(n);
-                if !context_rank.contains(&i) {
+                if !context_rank.contains(&i) && !anchors.contains(&i) {
                     context_rank.push(i);
                 }
             }
@@ -360,8 +382,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
-    let w = |k: &str, d: f64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-    let weights = [w("CMP_W_FTS", 1.0), w("CMP_W_VEC", 1.0), w("CMP_W_ENT", 1.0), w("CMP_W_CTX", 1.0)];
+    let weights = fusion_weights();
     let fused = fuse::rrf_weighted(&[&fts_rank, &vector_rank, &entity_rank, &context_rank], &weights, |i| {
         pool.mems[i].id.clone()
     });
