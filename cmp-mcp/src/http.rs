@@ -194,13 +194,22 @@ async fn authenticate(State(app): State<App>, mut req: Request, next: Next) -> R
             Ok(b) => b,
             Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, too_large_message(&app)),
         };
-        if serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| calls_remember(&v)) {
-            return error(StatusCode::FORBIDDEN, "remember: this token is read-only");
+        if let Some(v) = serde_json::from_slice::<Value>(&bytes).ok().filter(calls_remember) {
+            // A JSON-RPC error body, so MCP clients show the reason, not just the status.
+            let id = v.get("id").cloned().unwrap_or(Value::Null);
+            let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": "remember: this token is read-only"}});
+            return (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
         }
         req = Request::from_parts(parts, Body::from(bytes));
     }
+    let delete = req.method() == Method::DELETE;
     req.extensions_mut().insert(grant);
-    next.run(req).await
+    let mut response = next.run(req).await;
+    // rmcp acknowledges a session's DELETE with 202; clients expect 200 or 204 for a done deletion.
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
 }
 
 fn too_large_message(app: &App) -> String {

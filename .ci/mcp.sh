@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The MCP server as a user gets it, driven by the official MCP Python SDK:
+#   1. `cargo package` of cmp-mcp (metadata, licence, readme, the files it ships);
+#   2. `cargo install --path cmp-mcp` into a scratch root: the binary a user installs;
+#   3. the SDK (`mcp` from PyPI, in a venv of /usr/bin/python3 kept in a cache outside the repository)
+#      drives that binary over stdio and over Streamable HTTP (`cmp-mcp serve` on 127.0.0.1):
+#      initialize, tools/list, every tool, bad calls, and the token rules (cmp-mcp/tests/sdk_client.py).
+# Closes with `N passed, N failed`; exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+unset CARGO_TARGET_DIR
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "== cargo package -p cmp -p cmp-mcp"
+# cmp-mcp depends on the workspace's cmp; packaging both lets cargo verify cmp-mcp against the cmp
+# packaged beside it (a crate named cmp on crates.io is another project).
+cargo package -p cmp -p cmp-mcp --allow-dirty --no-verify > "$tmp/package.log" 2>&1 || { cat "$tmp/package.log"; exit 1; }
+tail -n 2 "$tmp/package.log"
+tar -tzf target/package/cmp-mcp-0.1.0.crate | sed 's|^[^/]*/||' | sort > "$tmp/files"
+for f in Cargo.toml README.md src/main.rs src/http.rs src/tokens.rs; do
+    grep -qx "$f" "$tmp/files" || { echo "cmp-mcp package lacks $f"; exit 1; }
+done
+
+echo "== cargo install --path cmp-mcp"
+cargo install --locked --path cmp-mcp --root "$tmp/install" --target-dir target > "$tmp/install.log" 2>&1 \
+    || { cat "$tmp/install.log"; exit 1; }
+bin="$tmp/install/bin/cmp-mcp"
+"$bin" --version
+
+echo "== MCP Python SDK against the installed cmp-mcp (stdio and Streamable HTTP)"
+venv="${CMP_CI_CACHE:-$HOME/.cache/cmp-ci}/mcp-venv"
+if ! "$venv/bin/python" -c 'import mcp' 2> /dev/null; then
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check 'mcp==2.3.0'
+fi
+"$venv/bin/pip" show mcp 2> /dev/null | grep -E '^(Name|Version):' | tr '\n' ' '
+echo
+mkdir -p "$tmp/work"
+"$venv/bin/python" cmp-mcp/tests/sdk_client.py "$bin" "$tmp/work"
