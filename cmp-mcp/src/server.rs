@@ -58,8 +58,9 @@ pub struct Limits {
 }
 
 impl Default for Limits {
+    /// stdio: the client is the user's own process, so no limit beyond the extension's own.
     fn default() -> Limits {
-        Limits { max_text_bytes: tools::DEFAULT_MAX_TEXT_BYTES, call_timeout: None }
+        Limits { max_text_bytes: usize::MAX, call_timeout: None }
     }
 }
 

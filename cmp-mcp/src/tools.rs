@@ -58,7 +58,7 @@ impl From<&str> for ToolError {
 /// A tool's answer: the text to return, or why it failed.
 pub type Outcome = Result<String, ToolError>;
 
-/// Longest string argument a call takes, in bytes, unless the server is told otherwise.
+/// Longest string argument an HTTP call takes, in bytes, unless `serve` is told otherwise.
 pub const DEFAULT_MAX_TEXT_BYTES: usize = 16 * 1024;
 
 /// What every call needs besides its arguments: who is calling, and within which limits.

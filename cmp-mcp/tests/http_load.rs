@@ -6,7 +6,7 @@
 //! Checks: no status other than 200 and the intended 403s; every acknowledged `remember` is stored,
 //! word for word, in the token's scope; `PRAGMA integrity_check` is ok. Prints p50/p95 latencies.
 //!
-//! Size (environment): CMP_LOAD_CLIENTS (default 8), CMP_LOAD_REQUESTS per client (default 100),
+//! Size (environment): CMP_LOAD_CLIENTS (default 8), CMP_LOAD_REQUESTS per client (default 60),
 //! CMP_LOAD_SEED memories stored first (default 300), CMP_LOAD_SECONDS time limit (default 600).
 //! BENCHMARKS.md records `CMP_LOAD_REQUESTS=2000 cargo test --release -p cmp-mcp --test http_load --
 //! --nocapture`.
@@ -45,7 +45,7 @@ fn pct(sorted: &[u64], p: f64) -> f64 {
 #[test]
 fn bounded_load_on_loopback() {
     let clients = env_usize("CMP_LOAD_CLIENTS", 8);
-    let per_client = env_usize("CMP_LOAD_REQUESTS", 100);
+    let per_client = env_usize("CMP_LOAD_REQUESTS", 60);
     let seed_n = env_usize("CMP_LOAD_SEED", 300);
     let limit = Duration::from_secs(env_usize("CMP_LOAD_SECONDS", 600) as u64);
 
