@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The MCP server as a user gets it, driven by the official MCP Python SDK:
-#   1. `cargo package` of cmp-mcp (metadata, licence, readme, the files it ships);
+#   1. `cargo package` of cmp-mcp (metadata, licence, readme, the files it ships), verified by building
+#      the packaged crate;
 #   2. `cargo install --path cmp-mcp` into a scratch root: the binary a user installs;
 #   3. the SDK (`mcp` from PyPI, in a venv of /usr/bin/python3 kept in a cache outside the repository)
 #      drives that binary over stdio and over Streamable HTTP (`cmp-mcp serve` on 127.0.0.1):
@@ -14,10 +15,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "== cargo package -p cmp -p cmp-mcp"
-# cmp-mcp depends on the workspace's cmp; packaging both lets cargo verify cmp-mcp against the cmp
-# packaged beside it (a crate named cmp on crates.io is another project).
-cargo package -p cmp -p cmp-mcp --allow-dirty --no-verify > "$tmp/package.log" 2>&1 || { cat "$tmp/package.log"; exit 1; }
-tail -n 2 "$tmp/package.log"
+# cmp-mcp depends on the workspace's cmp (`version = "=0.1.0"`); packaging both lets cargo verify
+# cmp-mcp against the cmp packaged beside it (a crate named cmp on crates.io is another project).
+cargo package -p cmp -p cmp-mcp --allow-dirty > "$tmp/package.log" 2>&1 || { cat "$tmp/package.log"; exit 1; }
+grep -E '^ *(Packaged|Verifying)' "$tmp/package.log"
 tar -tzf target/package/cmp-mcp-0.1.0.crate | sed 's|^[^/]*/||' | sort > "$tmp/files"
 for f in Cargo.toml README.md src/main.rs src/http.rs src/tokens.rs; do
     grep -qx "$f" "$tmp/files" || { echo "cmp-mcp package lacks $f"; exit 1; }
