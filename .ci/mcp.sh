@@ -2,7 +2,8 @@
 # The MCP server as a user gets it, driven by the official MCP Python SDK:
 #   1. `cargo package` of cmp-mcp (metadata, licence, readme, the files it ships), verified by building
 #      the packaged crate;
-#   2. `cargo install --path cmp-mcp` into a scratch root: the binary a user installs;
+#   2. `cargo install --path cmp-mcp` into a scratch root: the binary a user installs (debug profile
+#      unless CMP_CI_INSTALL_RELEASE=1, to reuse the test build);
 #   3. the SDK (`mcp` from PyPI, in a venv of /usr/bin/python3 kept in a cache outside the repository)
 #      drives that binary over stdio and over Streamable HTTP (`cmp-mcp serve` on 127.0.0.1):
 #      initialize, tools/list, every tool, bad calls, and the token rules (cmp-mcp/tests/sdk_client.py).
@@ -24,8 +25,12 @@ for f in Cargo.toml README.md src/main.rs src/http.rs src/tokens.rs; do
     grep -qx "$f" "$tmp/files" || { echo "cmp-mcp package lacks $f"; exit 1; }
 done
 
-echo "== cargo install --path cmp-mcp"
-cargo install --locked --path cmp-mcp --root "$tmp/install" --target-dir target > "$tmp/install.log" 2>&1 \
+# The debug profile reuses what `cargo test -p cmp-mcp` built (a release install compiles the HTTP stack
+# again, minutes of CI time); CMP_CI_INSTALL_RELEASE=1 installs exactly as a user does.
+profile=(--debug)
+[[ ${CMP_CI_INSTALL_RELEASE:-} == 1 ]] && profile=()
+echo "== cargo install --path cmp-mcp ${profile[*]}"
+cargo install --locked --path cmp-mcp --root "$tmp/install" --target-dir target "${profile[@]}" > "$tmp/install.log" 2>&1 \
     || { cat "$tmp/install.log"; exit 1; }
 bin="$tmp/install/bin/cmp-mcp"
 "$bin" --version
