@@ -407,3 +407,33 @@ fn refuses_a_public_address_without_tokens() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("refusing to listen on 0.0.0.0:0") && err.contains("token create"), "{err}");
 }
+
+#[test]
+fn mcp_checks_the_host_header() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("memory.db");
+    let tok = token(&db, "default", false);
+    let server = Server::start(&db, &["--allowed-host", "memory.example.com"]);
+    let auth = bearer(&tok);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    .to_string();
+    let raw = |host: &str| {
+        use std::io::Read;
+        let mut s = TcpStream::connect(server.addr).expect("connect");
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{init}",
+            init.len()
+        )
+        .expect("write");
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        parse(&out)
+    };
+    assert_eq!(raw("memory.example.com").status, 200, "an allowed host");
+    assert_eq!(raw(&server.addr.to_string()).status, 200, "loopback");
+    let evil = raw("evil.example.com");
+    assert!((400..500).contains(&evil.status), "a rebinding host is refused: {evil:?}");
+}
