@@ -24,6 +24,7 @@ use futures::StreamExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,6 +48,9 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
 }
 
+/// The MCP session header.
+const MCP_SESSION_ID: &str = "mcp-session-id";
+
 /// Default `--max-body-bytes`.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 /// Default `--max-concurrent`.
@@ -61,6 +65,43 @@ struct App {
     in_flight: Arc<Semaphore>,
     /// Cancelled at shutdown, which ends open MCP event streams.
     stop: CancellationToken,
+    /// The MCP sessions, and the id of the token that opened each.
+    sessions: Arc<LocalSessionManager>,
+    owners: Arc<std::sync::Mutex<HashMap<String, String>>>,
+}
+
+/// Owners kept before the ones of ended sessions are dropped.
+const OWNERS_BEFORE_PRUNE: usize = 1024;
+
+fn owners(app: &App) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+    app.owners.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Refuses a request naming an MCP session that another token opened (tool calls, the event
+/// stream and DELETE alike).
+fn session_refusal(app: &App, req: &Request, grant: &Grant) -> Option<Response> {
+    let id = req.headers().get(MCP_SESSION_ID)?.to_str().ok()?;
+    match owners(app).get(id) {
+        Some(owner) if *owner != grant.token_id => {
+            Some(error(StatusCode::FORBIDDEN, "this MCP session was opened with another token"))
+        }
+        _ => None,
+    }
+}
+
+/// Records who opened a new MCP session, dropping the owners of sessions that have ended once there
+/// are many.
+async fn record_owner(app: &App, session: String, token_id: String) {
+    let prune = {
+        let mut o = owners(app);
+        o.insert(session, token_id);
+        o.len() > OWNERS_BEFORE_PRUNE
+    };
+    if prune {
+        let live: std::collections::HashSet<String> =
+            app.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect();
+        owners(app).retain(|id, _| live.contains(id));
+    }
 }
 
 /// A JSON error response, `{"error": message}`.
@@ -102,7 +143,7 @@ fn router(app: App) -> Router {
     let db = app.db.clone();
     let mcp = StreamableHttpService::new(
         move || Ok(CmpServer::http(db.clone(), limits.clone())),
-        Arc::new(LocalSessionManager::default()),
+        app.sessions.clone(),
         mcp_cfg,
     );
     Router::new()
@@ -202,9 +243,22 @@ async fn authenticate(State(app): State<App>, mut req: Request, next: Next) -> R
         }
         req = Request::from_parts(parts, Body::from(bytes));
     }
+    let mcp = req.uri().path() == "/mcp";
+    if mcp {
+        if let Some(refused) = session_refusal(&app, &req, &grant) {
+            return refused;
+        }
+    }
     let delete = req.method() == Method::DELETE;
+    let opening = mcp && req.method() == Method::POST && !req.headers().contains_key(MCP_SESSION_ID);
+    let token_id = grant.token_id.clone();
     req.extensions_mut().insert(grant);
     let mut response = next.run(req).await;
+    if opening {
+        if let Some(id) = response.headers().get(MCP_SESSION_ID).and_then(|v| v.to_str().ok()) {
+            record_owner(&app, id.to_string(), token_id).await;
+        }
+    }
     // rmcp acknowledges a session's DELETE with 202; clients expect 200 or 204 for a done deletion.
     if delete && response.status() == StatusCode::ACCEPTED {
         *response.status_mut() = StatusCode::NO_CONTENT;
@@ -428,8 +482,14 @@ pub async fn serve(db: Db, cfg: Config) -> Result<(), String> {
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("cmp-mcp: listening on http://{addr} (MCP at /mcp; /v1/context, /v1/expand, /v1/query, /v1/tools/call)");
     let stop = CancellationToken::new();
-    let app =
-        App { db, in_flight: Arc::new(Semaphore::new(cfg.max_concurrent)), cfg: Arc::new(cfg), stop: stop.clone() };
+    let app = App {
+        db,
+        in_flight: Arc::new(Semaphore::new(cfg.max_concurrent)),
+        cfg: Arc::new(cfg),
+        stop: stop.clone(),
+        sessions: Arc::new(LocalSessionManager::default()),
+        owners: Default::default(),
+    };
     let signal = async move {
         shutdown().await;
         stop.cancel();

@@ -194,11 +194,23 @@ fn token_rules() {
     assert_eq!(batch.status, 403, "{batch:?}");
     assert_eq!(count(), before);
 
-    // An MCP session belongs to the token that opened it.
+    // An MCP session belongs to the token that opened it: another token can neither call tools in it,
+    // nor open its event stream, nor end it.
     let mut hijack = Mcp::new(a, &rw);
     hijack.session = m.session.clone();
-    let r = hijack.request("tools/call", json!({"name": "get_context", "arguments": {"task": "Atlas"}}));
-    assert!(r["error"]["message"].as_str().is_some_and(|e| e.contains("another token")), "{r}");
+    let r = hijack.post(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "get_context", "arguments": {"task": "Atlas"}}}));
+    assert_eq!((r.status, r.error().as_str()), (403, "this MCP session was opened with another token"));
+    let sid = m.session.clone().expect("session id");
+    let rw_auth = bearer(&rw);
+    let other =
+        [("Authorization", rw_auth.as_str()), ("Mcp-Session-Id", sid.as_str()), ("Accept", "text/event-stream")];
+    assert_eq!(request(a, "GET", "/mcp", &other, None).status, 403);
+    assert_eq!(request(a, "DELETE", "/mcp", &other, None).status, 403);
+    let still = m.request("tools/list", json!({}));
+    assert!(still["result"]["tools"].is_array(), "the session survived: {still}");
+    let ro_auth = bearer(&ro);
+    let owner = [("Authorization", ro_auth.as_str()), ("Mcp-Session-Id", sid.as_str())];
+    assert_eq!(request(a, "DELETE", "/mcp", &owner, None).status, 204, "its own token ends it");
 
     // Scope: the default token never sees finance content, ids or counts, whatever it asks.
     let default_views = [
