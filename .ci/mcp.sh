@@ -4,8 +4,8 @@
 #      the packaged crate;
 #   2. `cargo install --path cmp-mcp` into a scratch root: the binary a user installs (debug profile
 #      unless CMP_CI_INSTALL_RELEASE=1, to reuse the test build);
-#   3. the SDK (`mcp` from PyPI, in a venv of /usr/bin/python3 kept in a cache outside the repository)
-#      drives that binary over stdio and over Streamable HTTP (`cmp-mcp serve` on 127.0.0.1):
+#   3. the SDK (`mcp` from PyPI, in a venv of /usr/bin/python3 kept outside the repository, in
+#      ${XDG_CACHE_HOME:-~/.cache}/cmp-mcp-venv and reused by later runs) drives that binary over stdio and over Streamable HTTP (`cmp-mcp serve` on 127.0.0.1):
 #      initialize, tools/list, every tool, bad calls, and the token rules (cmp-mcp/tests/sdk_client.py).
 # Closes with `N passed, N failed`; exits non-zero on any failure.
 set -euo pipefail
@@ -36,10 +36,15 @@ bin="$tmp/install/bin/cmp-mcp"
 "$bin" --version
 
 echo "== MCP Python SDK against the installed cmp-mcp (stdio and Streamable HTTP)"
-venv="${CMP_CI_CACHE:-$HOME/.cache/cmp-ci}/mcp-venv"
+venv="${CMP_MCP_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/cmp-mcp-venv}"
 if ! "$venv/bin/python" -c 'import mcp' 2> /dev/null; then
     rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv"
+    if ! /usr/bin/python3 -m venv "$venv" > "$tmp/venv.log" 2>&1; then
+        # Debian ships venv's pip bootstrap separately.
+        apt-get update -qq && apt-get install -y -qq python3-venv > /dev/null
+        rm -rf "$venv"
+        /usr/bin/python3 -m venv "$venv"
+    fi
     "$venv/bin/pip" install --quiet --disable-pip-version-check 'mcp==2.3.0'
 fi
 "$venv/bin/pip" show mcp 2> /dev/null | grep -E '^(Name|Version):' | tr '\n' ' '
