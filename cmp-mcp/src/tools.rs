@@ -190,7 +190,8 @@ pub fn defs() -> Vec<Def> {
                     "token_budget": {"type": "integer", "description": "Tokens the pack may use; clamped to [300, the profile's pack budget]. Omit for the profile's own budget."},
                     "session_id": string("A stable id for this conversation: the working_memory delta then reports only memories not sent before. Omit to use this MCP connection's own session."),
                     "format": {"type": "string", "enum": ["smp", "json", "markdown"], "default": "smp", "description": "smp: the self-describing envelope (default); json: the same pack without legend; markdown: readable text for pasting."},
-                    "send": {"type": "string", "enum": ["all", "delta"], "default": "all", "description": "delta: items carry only the memories new to the session (you keep the ones sent before); all: every packed memory (default)."}
+                    "send": {"type": "string", "enum": ["all", "delta"], "default": "all", "description": "delta: items carry only the memories new to the session (you keep the ones sent before); all: every packed memory (default)."},
+                    "audit": {"type": "boolean", "default": false, "description": "true: each item's full provenance (retrievers, matched terms, rank), the full receipt and suggested follow-up calls; costs tokens."}
                 },
                 "required": ["task"],
                 "additionalProperties": false
@@ -358,7 +359,7 @@ fn text_of(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Outco
 
 fn get_context(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcome {
     let tool = "get_context";
-    check_keys(tool, args, &["task", "model", "token_budget", "session_id", "format", "send"])?;
+    check_keys(tool, args, &["task", "model", "token_budget", "session_id", "format", "send", "audit"])?;
     let task = req_str(tool, args, "task")?;
     let model = sql_arg(tool, args, "model")?;
     let budget = sql_arg(tool, args, "token_budget")?;
@@ -367,7 +368,7 @@ fn get_context(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> O
         given => given,
     };
     let mut options = scope_options(ctx);
-    for key in ["format", "send"] {
+    for key in ["format", "send", "audit"] {
         if let Some(v) = args.get(key).filter(|v| !v.is_null()) {
             options.insert(key.into(), v.clone());
         }

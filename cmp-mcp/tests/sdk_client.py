@@ -56,11 +56,11 @@ async def exercise(session, label, scope_ids=None):
     dana = (await ok_json(session, "remember", {"content": "Dana leads the Atlas mobile workstream.", "entities": ["Atlas", "Dana"]}))["id"]
     check(f"{label}: remember returns mem_ ids", all(i.startswith("mem_") for i in (rule, plan, dana)), (rule, plan, dana))
 
-    first = await ok_json(session, "get_context", {"task": "Plan the Atlas launch", "model": "claude"})
+    first = await ok_json(session, "get_context", {"task": "Plan the Atlas launch", "model": "claude", "audit": True})
     refs = [i["ref"] for i in first["items"]]
     check(f"{label}: get_context returns an SMP envelope citing the rule", first.get("smp") == "1" and rule in refs, refs)
     new1 = [n["ref"] for n in first["working_memory"]["new"]]
-    second = await ok_json(session, "get_context", {"task": "Plan the Atlas launch", "model": "claude"})
+    second = await ok_json(session, "get_context", {"task": "Plan the Atlas launch", "model": "claude", "audit": True})
     check(f"{label}: the connection's session announces each memory once", bool(new1) and second["working_memory"]["new"] == [], second["working_memory"])
     check(
         f"{label}: one session for the connection",
