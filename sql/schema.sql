@@ -171,3 +171,72 @@ END;
 CREATE TRIGGER IF NOT EXISTS cmp_tasks_ai AFTER INSERT ON cmp_tasks WHEN NEW.id IS NULL BEGIN
   UPDATE cmp_tasks SET id = 'task_' || lower(hex(randomblob(6))) WHERE rowid = NEW.rowid;
 END;
+
+-- ---------------------------------------------------------------- character-pair index (schema 3)
+-- Scripts written without spaces (Han, Hiragana/Katakana, Hangul, Thai) have no word boundaries for
+-- the word index to see: `unicode61` makes a whole run of Han characters one token, so no task word
+-- ever matches it. Rows holding such text are also indexed by their pairs of adjacent characters
+-- (letters, digits and those scripts): most Chinese words are two characters, and a pair of digits
+-- or of letters glued to Han text ("61岁", "用Python") is found too. The pairs are computed in plain
+-- SQL over a table of positions, so a connection that never loaded the extension keeps this index
+-- right as well; only the first 2048 characters of a row are paired (bounded cost per write).
+CREATE TABLE IF NOT EXISTS cmp_positions(i INTEGER PRIMARY KEY);
+INSERT OR IGNORE INTO cmp_positions(i)
+  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2047) SELECT i FROM n;
+
+-- The indexed text of each row: its character pairs, separated by spaces. Only rows that may
+-- surface and hold a character of a spaceless script are here. The GLOB classes list the extension's
+-- ranges (letters and digits: ASCII, Latin-1 and Latin Extended-A/B without × and ÷; spaceless
+-- scripts: Thai, Hangul jamo, Hiragana/Katakana, Hangul compatibility jamo, Katakana extensions, CJK
+-- extension A, CJK ideographs, Hangul syllables, CJK compatibility ideographs, halfwidth Katakana,
+-- CJK extensions B and later). The row's cut text is read once (a LIMIT keeps the subquery from being
+-- merged into the loop), then each position costs one substr and one GLOB.
+CREATE VIEW IF NOT EXISTS cmp_memories_grams AS
+  SELECT m.rid AS rid,
+         (SELECT group_concat(substr(x.t, p.i, 2), ' ')
+            FROM (SELECT substr(m.content, 1, 2048) AS t LIMIT 1) AS x, cmp_positions AS p
+           WHERE p.i < length(x.t)
+             AND substr(x.t, p.i, 2) GLOB
+                 replace('[%][%]', '%', '0-9A-Za-z' || char(0xC0) || '-' || char(0xD6) || char(0xD8) || '-' || char(0xF6)
+                   || char(0xF8) || '-' || char(0x24F) || char(0x0E00) || '-' || char(0x0E7F)
+                   || char(0x1100) || '-' || char(0x11FF) || char(0x3040) || '-' || char(0x30FF)
+                   || char(0x3130) || '-' || char(0x318F) || char(0x31F0) || '-' || char(0x31FF)
+                   || char(0x3400) || '-' || char(0x4DBF) || char(0x4E00) || '-' || char(0x9FFF)
+                   || char(0xAC00) || '-' || char(0xD7AF) || char(0xF900) || '-' || char(0xFAFF)
+                   || char(0xFF66) || '-' || char(0xFF9F) || char(0x20000) || '-' || char(0x3FFFF))) AS grams
+  FROM cmp_memories AS m
+  WHERE (m.redacted = 0 OR m.redacted IS NULL)
+    AND m.content GLOB '*[' || char(0x0E00) || '-' || char(0x0E7F) || char(0x1100) || '-' || char(0x11FF)
+                     || char(0x3040) || '-' || char(0x30FF) || char(0x3130) || '-' || char(0x318F)
+                     || char(0x31F0) || '-' || char(0x31FF) || char(0x3400) || '-' || char(0x4DBF)
+                     || char(0x4E00) || '-' || char(0x9FFF) || char(0xAC00) || '-' || char(0xD7AF)
+                     || char(0xF900) || '-' || char(0xFAFF) || char(0xFF66) || '-' || char(0xFF9F)
+                     || char(0x20000) || '-' || char(0x3FFFF) || ']*';
+
+CREATE VIRTUAL TABLE IF NOT EXISTS cmp_memories_ngram USING fts5(
+  grams,
+  content = 'cmp_memories_grams',
+  content_rowid = 'rid',
+  tokenize = 'unicode61 remove_diacritics 2'
+);
+
+-- The view is read while the row is still as indexed: BEFORE a delete or a text change, to remove
+-- the row's pairs; AFTER an insert or a text change, to add them.
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_ai AFTER INSERT ON cmp_memories BEGIN
+  INSERT INTO cmp_memories_ngram(rowid, grams) SELECT rid, grams FROM cmp_memories_grams WHERE rid = NEW.rid;
+END;
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_bd BEFORE DELETE ON cmp_memories BEGIN
+  INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
+    SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid = OLD.rid;
+END;
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_bu BEFORE UPDATE ON cmp_memories
+WHEN OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
+BEGIN
+  INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
+    SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid = OLD.rid;
+END;
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_au AFTER UPDATE ON cmp_memories
+WHEN OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
+BEGIN
+  INSERT INTO cmp_memories_ngram(rowid, grams) SELECT rid, grams FROM cmp_memories_grams WHERE rid = NEW.rid;
+END;
