@@ -11,7 +11,8 @@
 //! `episodic` memory per message, dated by the message's `time` ("2024年04月01日 周一 08:39", no zone:
 //! UTC). A question's `target_step_id`s (message ids of its own trajectory) are its evidence; `now` is
 //! the file's last message time. Evidence recall = the share of a question's evidence in the pack,
-//! averaged over questions.
+//! averaged over questions; a message folded into a packed item (cited in its `why.folded_refs`)
+//! counts as packed.
 //!
 //! Baseline: a plain FTS5 table with `tokenize = 'trigram'` over the same messages, queried with every
 //! distinct three-character window of the task's alphanumeric runs (OR), rows taken in BM25 order
@@ -287,8 +288,9 @@ fn fill(ranking: &[usize], cost: impl Fn(usize) -> i64, budget: i64) -> Vec<usiz
     out
 }
 
-/// cmp's pack for a task: the packed messages and Σ(cmp_tokens(content) + 12) over its items (the
-/// content as packed, which may be shortened).
+/// cmp's pack for a task: the packed messages (items, and the restatements folded into them, which
+/// the items cite in `why.folded_refs`) and Σ(cmp_tokens(content) + 12) over its items (the content as
+/// packed, which may be shortened).
 fn cmp_pack(store: &Store, task: &str, model: &str, budget: i64, now: &str) -> Res<(Vec<usize>, i64, Value)> {
     let opts = json!({"now": now, "format": "json"}).to_string();
     let text: String = store
@@ -306,6 +308,13 @@ fn cmp_pack(store: &Store, task: &str, model: &str, budget: i64, now: &str) -> R
             + ITEM_OVERHEAD;
         if let Some(&i) = it["ref"].as_str().and_then(|r| store.by_id.get(r)) {
             packed.push(i);
+        }
+        // A restatement folded into this item is cited by it (MemDaily repeats messages across
+        // trajectories word for word).
+        for f in it["why"]["folded_refs"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            if let Some(&i) = f.as_str().and_then(|r| store.by_id.get(r)) {
+                packed.push(i);
+            }
         }
     }
     Ok((packed, content_cost, v))

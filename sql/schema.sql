@@ -180,38 +180,31 @@ END;
 -- or of letters glued to Han text ("61岁", "用Python") is found too. The pairs are computed in plain
 -- SQL over a table of positions, so a connection that never loaded the extension keeps this index
 -- right as well; only the first 2048 characters of a row are paired (bounded cost per write).
+--
+-- The GLOB classes below are literal (a pattern built with char() would be rebuilt for every
+-- character). Letters and digits: 0-9 A-Z a-z U+00C0-U+00D6 U+00D8-U+00F6 U+00F8-U+024F. Spaceless
+-- scripts: U+0E00-0E7F Thai, U+1100-11FF Hangul jamo, U+3040-30FF Hiragana/Katakana, U+3130-318F
+-- Hangul compatibility jamo, U+31F0-31FF Katakana extensions, U+3400-4DBF CJK extension A,
+-- U+4E00-9FFF CJK ideographs, U+AC00-D7AF Hangul syllables, U+F900-FAFF CJK compatibility
+-- ideographs, U+FF66-FF9F halfwidth Katakana, U+20000-3FFFF CJK extensions B and later (the ranges of
+-- `text::is_spaceless`).
 CREATE TABLE IF NOT EXISTS cmp_positions(i INTEGER PRIMARY KEY);
 INSERT OR IGNORE INTO cmp_positions(i)
   WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2047) SELECT i FROM n;
 
 -- The indexed text of each row: its character pairs, separated by spaces. Only rows that may
--- surface and hold a character of a spaceless script are here. The GLOB classes list the extension's
--- ranges (letters and digits: ASCII, Latin-1 and Latin Extended-A/B without × and ÷; spaceless
--- scripts: Thai, Hangul jamo, Hiragana/Katakana, Hangul compatibility jamo, Katakana extensions, CJK
--- extension A, CJK ideographs, Hangul syllables, CJK compatibility ideographs, halfwidth Katakana,
--- CJK extensions B and later). The row's cut text is read once (a LIMIT keeps the subquery from being
--- merged into the loop), then each position costs one substr and one GLOB.
+-- surface and hold a character of a spaceless script are here. The row's cut text is read once (a
+-- LIMIT keeps the subquery from being merged into the loop), then each position costs one substr and
+-- one GLOB.
 CREATE VIEW IF NOT EXISTS cmp_memories_grams AS
   SELECT m.rid AS rid,
          (SELECT group_concat(substr(x.t, p.i, 2), ' ')
             FROM (SELECT substr(m.content, 1, 2048) AS t LIMIT 1) AS x, cmp_positions AS p
            WHERE p.i < length(x.t)
-             AND substr(x.t, p.i, 2) GLOB
-                 replace('[%][%]', '%', '0-9A-Za-z' || char(0xC0) || '-' || char(0xD6) || char(0xD8) || '-' || char(0xF6)
-                   || char(0xF8) || '-' || char(0x24F) || char(0x0E00) || '-' || char(0x0E7F)
-                   || char(0x1100) || '-' || char(0x11FF) || char(0x3040) || '-' || char(0x30FF)
-                   || char(0x3130) || '-' || char(0x318F) || char(0x31F0) || '-' || char(0x31FF)
-                   || char(0x3400) || '-' || char(0x4DBF) || char(0x4E00) || '-' || char(0x9FFF)
-                   || char(0xAC00) || '-' || char(0xD7AF) || char(0xF900) || '-' || char(0xFAFF)
-                   || char(0xFF66) || '-' || char(0xFF9F) || char(0x20000) || '-' || char(0x3FFFF))) AS grams
+             AND substr(x.t, p.i, 2) GLOB '[0-9A-Za-zÀ-ÖØ-öø-ɏ฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿][0-9A-Za-zÀ-ÖØ-öø-ɏ฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿]') AS grams
   FROM cmp_memories AS m
   WHERE (m.redacted = 0 OR m.redacted IS NULL)
-    AND m.content GLOB '*[' || char(0x0E00) || '-' || char(0x0E7F) || char(0x1100) || '-' || char(0x11FF)
-                     || char(0x3040) || '-' || char(0x30FF) || char(0x3130) || '-' || char(0x318F)
-                     || char(0x31F0) || '-' || char(0x31FF) || char(0x3400) || '-' || char(0x4DBF)
-                     || char(0x4E00) || '-' || char(0x9FFF) || char(0xAC00) || '-' || char(0xD7AF)
-                     || char(0xF900) || '-' || char(0xFAFF) || char(0xFF66) || '-' || char(0xFF9F)
-                     || char(0x20000) || '-' || char(0x3FFFF) || ']*';
+    AND m.content GLOB '*[฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿]*';
 
 CREATE VIRTUAL TABLE IF NOT EXISTS cmp_memories_ngram USING fts5(
   grams,

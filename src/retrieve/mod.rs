@@ -249,7 +249,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     let mut out = Retrieval { terms: terms.clone(), ..Default::default() };
 
     // fts: the word index, and the character-pair index for text in scripts written without
-    // spaces; when both find something, their rankings are fused into one.
+    // spaces; when both find something for a task in such a script, their rankings are fused.
     let lexical = |found: Vec<Memory>, pool: &mut Pool, out: &mut Retrieval| {
         let mut rank = Vec::new();
         for m in found {
@@ -273,6 +273,17 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         word_rank
     } else if word_rank.is_empty() {
         gram_rank
+    } else if !text::has_spaceless(q.task) {
+        // A task in a space-separated script searches the pairs only for its words glued to text of
+        // a spaceless script: those matches follow the word index's.
+        let mut r = word_rank;
+        for i in gram_rank {
+            if !r.contains(&i) {
+                r.push(i);
+            }
+        }
+        r.truncate(FTS_LIMIT);
+        r
     } else {
         let fused = fuse::rrf(&[&word_rank, &gram_rank], |i| pool.mems[i].id.clone());
         fused.into_iter().map(|f| f.item).take(FTS_LIMIT).collect()
