@@ -174,6 +174,15 @@ fn the_pair_index_follows_every_write_path() {
     let long_id = insert_memory(&conn, &Mem::new(&long));
     assert!(t.elapsed().as_secs() < 20, "indexing a long memory took {:?}", t.elapsed());
     assert!(refs(&search(&conn, "开头的内容")).contains(&long_id));
+    let pairs: i64 = conn
+        .query_row(
+            "SELECT length(grams) - length(replace(grams, ' ', '')) + 1 FROM cmp_memories_grams WHERE rid =
+                 (SELECT rid FROM cmp_memories WHERE id = ?1)",
+            [&long_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(pairs as usize, cmp::text::GRAM_MAX_CHARS - 1, "the first GRAM_MAX_CHARS characters are paired");
     assert_consistent(&conn);
 }
 
@@ -220,4 +229,29 @@ fn a_long_task_of_han_text_takes_bounded_time() {
     let v = context(&conn, &task, Some("claude"));
     assert!(v["items"].is_array());
     assert!(t0.elapsed().as_secs() < 30, "{:?}", t0.elapsed());
+}
+
+#[test]
+fn odd_contents_keep_the_pair_index_consistent() {
+    let conn = open();
+    // Han text stored as a blob, a blob cut inside a character, a number, invalid UTF-8.
+    let han = "我下周二要去北京出差".as_bytes().to_vec();
+    let cut = han[..han.len() - 1].to_vec();
+    for v in [
+        rusqlite::types::Value::Blob(han.clone()),
+        rusqlite::types::Value::Blob(cut),
+        rusqlite::types::Value::Integer(61),
+        rusqlite::types::Value::Blob(vec![0xE5, 0xFF, 0x80, 0xE4, 0xBA, 0xAC]),
+    ] {
+        conn.execute("INSERT INTO cmp_memories(content) VALUES (?1)", [v]).unwrap();
+    }
+    assert_consistent(&conn);
+    conn.execute("UPDATE cmp_memories SET content = content || '。'", []).unwrap();
+    assert_consistent(&conn);
+    // Whatever the stored type, search reads the text and never fails.
+    let _ = search(&conn, "北京出差");
+    conn.execute("DELETE FROM cmp_memories", []).unwrap();
+    assert_consistent(&conn);
+    let left: i64 = conn.query_row("SELECT count(*) FROM cmp_memories_ngram", [], |r| r.get(0)).unwrap();
+    assert_eq!(left, 0);
 }
