@@ -36,6 +36,8 @@ pub const VISIBLE: &str = "coalesce(julianday(m.captured_at) <= :h, 1)";
 
 /// Most task terms sent to FTS5.
 pub const MAX_TERMS: usize = 32;
+/// Most character pairs a task sends to the character-pair index.
+pub const MAX_GRAMS: usize = 64;
 /// BM25 candidates read (the benchmark floor reads the same).
 pub const FTS_LIMIT: usize = 200;
 /// User-embedding candidates kept.
@@ -245,6 +247,7 @@ fn recency_key(m: &Memory) -> &str {
 pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieval> {
     let sql_err = |e| CmpError::sql(func, e);
     let words = text::query_terms(q.task, MAX_TERMS);
+    let grams = text::task_gram_terms(q.task, MAX_GRAMS);
     let terms: Vec<String> = {
         let mut t: Vec<String> = Vec::new();
         for w in &words {
@@ -253,23 +256,58 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
                 t.push(s);
             }
         }
+        // Pairs of spaceless scripts are terms as they are (never stemmed).
+        for w in text::spaceless_terms(q.task, MAX_TERMS) {
+            if !t.contains(&w) {
+                t.push(w);
+            }
+        }
         t
     };
     let mut pool =
         Pool { mems: Vec::new(), by_rid: HashMap::new(), analysed: Vec::new(), cos: Vec::new(), stems: HashMap::new() };
     let mut out = Retrieval { terms: terms.clone(), ..Default::default() };
 
-    // fts
-    let mut fts_rank = Vec::new();
-    if let Some(expr) = fts::match_expr(&words) {
-        for m in fts::search(conn, q, &expr, FTS_LIMIT).map_err(sql_err)? {
+    // fts: the word index, and the character-pair index for text in scripts written without
+    // spaces; when both find something for a task in such a script, their rankings are fused.
+    let lexical = |found: Vec<Memory>, pool: &mut Pool, out: &mut Retrieval| {
+        let mut rank = Vec::new();
+        for m in found {
             if visible(&m, q.horizon) {
-                fts_rank.push(pool.add(m));
-            } else {
+                rank.push(pool.add(m));
+            } else if !pool.by_rid.contains_key(&m.rid) {
                 out.pending += 1;
             }
         }
-    }
+        rank
+    };
+    let word_rank = match fts::match_expr(&words) {
+        Some(expr) => lexical(fts::search(conn, q, &expr, FTS_LIMIT).map_err(sql_err)?, &mut pool, &mut out),
+        None => Vec::new(),
+    };
+    let gram_rank = match fts::match_expr(&grams) {
+        Some(expr) => lexical(fts::ngram_search(conn, q, &expr, FTS_LIMIT).map_err(sql_err)?, &mut pool, &mut out),
+        None => Vec::new(),
+    };
+    let fts_rank: Vec<usize> = if gram_rank.is_empty() {
+        word_rank
+    } else if word_rank.is_empty() {
+        gram_rank
+    } else if !text::has_spaceless(q.task) {
+        // A task in a space-separated script searches the pairs only for its words glued to text of
+        // a spaceless script: those matches follow the word index's.
+        let mut r = word_rank;
+        for i in gram_rank {
+            if !r.contains(&i) {
+                r.push(i);
+            }
+        }
+        r.truncate(FTS_LIMIT);
+        r
+    } else {
+        let fused = fuse::rrf(&[&word_rank, &gram_rank], |i| pool.mems[i].id.clone());
+        fused.into_iter().map(|f| f.item).take(FTS_LIMIT).collect()
+    };
 
     // context: the memories recorded right around the strongest matches. A memory rarely stands
     // alone: the message before a match often asks the question it answers, the one after often
