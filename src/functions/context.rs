@@ -102,8 +102,7 @@ fn fit(
             }
             _ => vec![true; pack.items.len()],
         };
-        let cursor =
-            if pack.excluded.is_empty() { None } else { Some(context::pack_cursor(conn, f, req, g.budget, 0)?) };
+        let cursor = if pack.excluded.is_empty() { None } else { context::fitting_cursor(conn, req, g)? };
         let pin = o.pin.then(|| {
             let (canonical, sha) = envelope::canonical(g.profile.name, &pack, g.pending);
             json!({"sha": sha, "bytes": canonical.len()})
