@@ -144,7 +144,9 @@ fn fit(
                 ),
             );
         }
-        budget = budget.saturating_sub(r.used - g.budget).min(budget.saturating_sub(1));
+        // Shrink from what the pack used, not from the room it had: a pack that stopped short of
+        // its room would otherwise come back unchanged from a room cut by less than that gap.
+        budget = budget.min(pack.used).saturating_sub(r.used - g.budget).min(budget.saturating_sub(1));
     }
     fail(f, "could not fit the output to token_budget; raise it")
 }
