@@ -168,19 +168,6 @@ fn context_text(
     .map_err(|e| e.to_string())
 }
 
-fn context(
-    conn: &Connection,
-    task: &str,
-    model: Option<&str>,
-    budget: i64,
-    session: Option<&str>,
-    opts: &Value,
-) -> Value {
-    let text = context_text(conn, task, model, budget, session, opts)
-        .unwrap_or_else(|e| panic!("cmp_context({task:?}, {model:?}, {budget}): {e}"));
-    serde_json::from_str(&text).unwrap()
-}
-
 /// A budget below this may be refused as too small for an empty envelope; none at or above it may.
 const ROOMY: i64 = 700;
 
