@@ -197,6 +197,18 @@ pub fn pack_cursor(conn: &Connection, func: &str, req: &Request<'_>, budget: usi
     cursor::sign(conn, func, cursor::PACK_PREFIX, &payload)
 }
 
+/// Largest share of the budget a pack cursor may take: a cursor carries the task and the query
+/// embedding verbatim, and a 1 MiB task or an 8192-dimension embedding would otherwise make every
+/// budget too small for the envelope. A pack whose cursor costs more leaves it out (`cursor: null`).
+const CURSOR_SHARE: usize = 4;
+
+/// The pack cursor for `g`'s first page, or None when it costs more than a quarter of the budget.
+pub fn fitting_cursor(conn: &Connection, req: &Request<'_>, g: &Gathered) -> Result<Option<String>> {
+    let c = pack_cursor(conn, req.func, req, g.budget, 0)?;
+    let cap = g.budget / CURSOR_SHARE;
+    Ok((g.counter.count_capped(&c, cap) <= cap).then_some(c))
+}
+
 /// Suggested next calls for a pack, with `audit`: the full text of a compressed item, the neighbours
 /// of an item that names entities. (The pack cursor is in `cursor`; it is not repeated here.)
 pub fn follow_ups(pack: &Pack, audit: bool) -> Vec<Value> {
@@ -244,7 +256,7 @@ pub fn reserve(
         pack: &dummy,
         shown: Vec::new(),
         pending: 99_999,
-        cursor: Some(pack_cursor(conn, req.func, req, g.budget, 0)?),
+        cursor: fitting_cursor(conn, req, g)?,
         follow_ups: if o.audit {
             vec![follow_up(costly_ref, "document"), follow_up(costly_ref, "neighbors")]
         } else {

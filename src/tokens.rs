@@ -40,6 +40,10 @@ const CACHE_ENTRIES: usize = 1 << 16;
 /// Chinese chat text).
 const DENSE_WEIGHT: f64 = 0.85;
 
+/// Bytes per allowed token of the first prefix a long text is counted on (then doubled up to
+/// [`MAX_BYTES_PER_TOKEN`]): a speed knob, not a bound.
+const FIRST_BYTES_PER_TOKEN: usize = 8;
+
 /// Texts longer than this many bytes per allowed token are counted on a prefix only: they cannot fit.
 const MAX_BYTES_PER_TOKEN: usize = 64;
 
@@ -98,14 +102,20 @@ impl Counter {
     /// budget is only counted on a prefix.
     pub fn count_capped(self, text: &str, cap: usize) -> usize {
         let limit = cap.saturating_add(1).saturating_mul(MAX_BYTES_PER_TOKEN);
+        // Ordinary text has a few bytes per token: count growing prefixes first, so a long text is
+        // not counted on 64 bytes per allowed token every time it is cut.
+        let mut bytes = cap.saturating_add(1).saturating_mul(FIRST_BYTES_PER_TOKEN);
+        while bytes < limit && bytes < text.len() {
+            let n = self.count(&text[..floor_boundary(text, bytes)]);
+            if n > cap {
+                return n;
+            }
+            bytes = bytes.saturating_mul(2);
+        }
         if text.len() <= limit {
             return self.count(text);
         }
-        let mut end = limit;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.count(&text[..end]).max(cap + 1)
+        self.count(&text[..floor_boundary(text, limit)]).max(cap + 1)
     }
 
     /// The longest prefix of `text` that costs at most `max` tokens, ending in `…` when cut (the
@@ -137,12 +147,27 @@ impl Counter {
     }
 }
 
-fn bpe_prefix(bpe: &CoreBPE, text: &str, room: usize) -> String {
-    let mut end = text.len().min(room.saturating_add(1).saturating_mul(MAX_BYTES_PER_TOKEN));
+/// The largest char boundary of `text` at or below `i`.
+fn floor_boundary(text: &str, i: usize) -> usize {
+    let mut end = i.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let toks = bpe.encode_ordinary(&text[..end]);
+    end
+}
+
+fn bpe_prefix(bpe: &CoreBPE, text: &str, room: usize) -> String {
+    let limit = text.len().min(room.saturating_add(1).saturating_mul(MAX_BYTES_PER_TOKEN));
+    // Encode growing prefixes until one holds more than `room` tokens (or the limit is reached).
+    let mut bytes = room.saturating_add(1).saturating_mul(FIRST_BYTES_PER_TOKEN);
+    let toks = loop {
+        let end = floor_boundary(text, bytes.min(limit));
+        let toks = bpe.encode_ordinary(&text[..end]);
+        if toks.len() > room || end >= limit {
+            break toks;
+        }
+        bytes = bytes.saturating_mul(2);
+    };
     let bytes = bpe.decode_bytes(&toks[..room.min(toks.len())]).unwrap_or_default();
     let valid = match std::str::from_utf8(&bytes) {
         Ok(s) => s.len(),

@@ -40,7 +40,7 @@ fn turns(path: &Path, sid: &str, n: usize, seed: usize) -> Vec<Value> {
     let mut out = Vec::new();
     for i in 0..n {
         let task = TASKS[(i + seed) % TASKS.len()];
-        let budget = 300 + ((i * 7 + seed * 13) % 5) as i64 * 400;
+        let budget = 800 + ((i * 7 + seed * 13) % 5) as i64 * 400;
         let opts = json!({"now": NOW}).to_string();
         loop {
             // Half the turns in an explicit write transaction, half in autocommit with a retry on

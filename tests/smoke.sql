@@ -57,7 +57,8 @@ SELECT 'fts june 19', group_concat(m.id, ' ') FROM cmp_memories_fts JOIN cmp_mem
 SELECT 'entities after', group_concat(name, ',') FROM (SELECT name FROM cmp_entities ORDER BY norm);
 
 SELECT 'context', json_extract(c, '$.smp'), json_extract(c, '$.model'), json_extract(c, '$.budget.tokens'),
-       json_extract(c, '$.budget.used') <= json_extract(c, '$.budget.tokens'), json_type(c, '$.working_memory')
+       json_extract(c, '$.budget.used') <= json_extract(c, '$.budget.tokens'),
+       json_extract(c, '$.budget.used') = cmp_tokens(c, 'claude'), json_type(c, '$.working_memory')
   FROM (SELECT cmp_context('When is the Atlas launch?', 'claude', NULL, NULL, '{"now":"2026-06-01T00:00:00Z"}') AS c);
 SELECT 'items', (SELECT group_concat(ref, ' ') FROM cmp_items('When is the Atlas launch?', 'claude', NULL, '{"now":"2026-06-01T00:00:00Z"}'))
      = (SELECT group_concat(json_extract(value, '$.ref'), ' ')

@@ -102,8 +102,7 @@ fn fit(
             }
             _ => vec![true; pack.items.len()],
         };
-        let cursor =
-            if pack.excluded.is_empty() { None } else { Some(context::pack_cursor(conn, f, req, g.budget, 0)?) };
+        let cursor = if pack.excluded.is_empty() { None } else { context::fitting_cursor(conn, req, g)? };
         let pin = o.pin.then(|| {
             let (canonical, sha) = envelope::canonical(g.profile.name, &pack, g.pending);
             json!({"sha": sha, "bytes": canonical.len()})
@@ -145,7 +144,9 @@ fn fit(
                 ),
             );
         }
-        budget = budget.saturating_sub(r.used - g.budget).min(budget.saturating_sub(1));
+        // Shrink from what the pack used, not from the room it had: a pack that stopped short of
+        // its room would otherwise come back unchanged from a room cut by less than that gap.
+        budget = budget.min(pack.used).saturating_sub(r.used - g.budget).min(budget.saturating_sub(1));
     }
     fail(f, "could not fit the output to token_budget; raise it")
 }

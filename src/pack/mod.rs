@@ -288,13 +288,22 @@ fn upgrades(
 /// enough, else truncated.
 fn admission(item: &Item, p: &Params<'_>, ladder: bool) -> (String, Option<&'static str>) {
     let m = p.meter;
+    let summary =
+        item.summary.as_deref().map(str::trim).filter(|s| !s.is_empty() && m.content_tokens(s) <= MAX_STEP_TOKENS);
+    // A long text with a short stored summary enters as that summary even when its head sentence is
+    // shorter: growth keeps the rung it entered at in front, and the summary must not be lost.
+    if let Some(s) = summary {
+        if m.content_tokens(&item.content) > MAX_STEP_TOKENS {
+            return (s.to_string(), Some("summary"));
+        }
+    }
     let (content, tag) = if ladder { ladder::shortest(item) } else { (item.content.clone(), None) };
     if m.content_tokens(&content) <= MAX_STEP_TOKENS {
         return (content, tag);
     }
-    match item.summary.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        Some(s) if m.content_tokens(s) <= MAX_STEP_TOKENS => (s.to_string(), Some("summary")),
-        _ => (m.cut(&item.content, MAX_STEP_TOKENS), Some("truncated")),
+    match summary {
+        Some(s) => (s.to_string(), Some("summary")),
+        None => (m.cut(&item.content, MAX_STEP_TOKENS), Some("truncated")),
     }
 }
 

@@ -35,7 +35,7 @@ TASKS = [
     "what is new since yesterday?",
 ]
 MODELS = ["claude", "gpt", "cursor"]
-BUDGETS = [300, 1200, None]
+BUDGETS = [700, 1500, None]
 FORMATS = ["smp", "json", "markdown"]
 MQL = [
     {"find": "atlas launch", "now": NOW, "k": 5},
@@ -172,7 +172,7 @@ def main():
     for ref in ["mem_000000000002", "mem_000000000004", "mem_000000000027", "mem_0000000c0001"]:
         calls.append(("cmp_expand(?)", [ref]))
         calls.append(("cmp_expand(?, 'neighbors', ?)", [ref, opts()]))
-    partial = json.loads(one(primary, "SELECT cmp_context(?, 'cursor', 300, NULL, ?)",
+    partial = json.loads(one(primary, "SELECT cmp_context(?, 'cursor', 700, NULL, ?)",
                              TASKS[0], opts(format="json"))[0])
     check("a small pack is partial and carries a cursor", partial.get("cursor"), partial.get("coverage"))
     if partial.get("cursor"):
@@ -193,8 +193,11 @@ def main():
     # 3. Session turns on the primary replicate.
     t1 = json.loads(one(primary, "SELECT cmp_context(?, 'gpt', 800, 'p1', ?)", TASKS[0], opts())[0])
     t2 = json.loads(one(primary, "SELECT cmp_context(?, 'gpt', 800, 'p1', ?)", TASKS[0], opts())[0])
-    check("primary: turn 1 delivers memories as new, turn 2 none (same task)",
-          t1["working_memory"]["new"] and not t2["working_memory"]["new"]
+    # Turn 2 holds the legend, so it has room for a little more; it re-delivers nothing.
+    new1 = {n["ref"] for n in t1["working_memory"]["new"]}
+    new2 = {n["ref"] for n in t2["working_memory"]["new"]}
+    check("primary: turn 1 delivers memories as new, turn 2 none of them again (same task)",
+          new1 and not (new1 & new2)
           and t2["working_memory"]["cursor"] == "2", (t1["working_memory"], t2["working_memory"]))
     state = one(primary, "SELECT cmp_session('p1')")[0]
     for port in replicas:

@@ -371,3 +371,27 @@ pub fn fts_rows(conn: &Connection) -> i64 {
     // The docsize shadow table has exactly one row per indexed document.
     conn.query_row("SELECT count(*) FROM cmp_memories_fts_docsize", [], |r| r.get(0)).expect("count FTS rows")
 }
+
+/// `(used, tokens)` of a `cmp_context` output in any format: from `budget` in SMP and json, from
+/// the header line `model X · USED/TOKENS tokens (counter) · ...` in markdown.
+pub fn used_and_budget(out: &str) -> (i64, i64) {
+    if out.starts_with("# Memory pack") {
+        let line = out.lines().nth(1).expect("markdown header line");
+        let field = line.split(" · ").nth(1).expect("used/tokens field");
+        let nums = field.split(' ').next().expect("USED/TOKENS");
+        let (u, t) = nums.split_once('/').expect("USED/TOKENS");
+        return (u.parse().expect("used"), t.parse().expect("tokens"));
+    }
+    let v: serde_json::Value = serde_json::from_str(out).expect("a JSON envelope");
+    (v["budget"]["used"].as_i64().expect("budget.used"), v["budget"]["tokens"].as_i64().expect("budget.tokens"))
+}
+
+/// Asserts a `cmp_context` output's accounting: `used` is the whole output counted by the model's
+/// counter (`cmp_tokens(output, model)`) and is within the budget.
+pub fn assert_accounted(conn: &Connection, out: &str, model: Option<&str>) {
+    let (used, tokens) = used_and_budget(out);
+    assert!(used <= tokens, "{model:?}: used {used} > tokens {tokens}");
+    let counted: i64 =
+        conn.query_row("SELECT cmp_tokens(?1, ?2)", params![out, model], |r| r.get(0)).expect("cmp_tokens");
+    assert_eq!(used, counted, "{model:?}: used is the whole output's count");
+}

@@ -1,0 +1,313 @@
+//! The token budget as property tests over random stores, tasks and budgets:
+//! - accounting: in every format (smp, json, markdown), for every profile, with and without a
+//!   session, `budget.used` is the whole output as the model's counter counts it (`cmp_tokens`; for
+//!   gpt models checked against OpenAI's own tables directly) and never exceeds the budget;
+//! - rank order: on a store of one kind the SMP pack holds a prefix of `cmp_search`'s ranking,
+//!   once near-duplicates folded into a packed item are skipped;
+//! - monotonicity: a larger budget packs a superset of a smaller budget's refs, in every format;
+//! - the summary rule: a long note with a stored summary enters as its summary and keeps it in front
+//!   while it grows.
+
+mod common;
+
+use common::{insert_memory, Mem, NOW};
+use proptest::prelude::*;
+use rusqlite::Connection;
+use serde_json::{json, Value};
+use std::collections::HashSet;
+
+const WORDS: &[&str] = &[
+    "atlas",
+    "launch",
+    "budget",
+    "review",
+    "friday",
+    "marketing",
+    "site",
+    "docs",
+    "pricing",
+    "customer",
+    "email",
+    "weekend",
+    "deploy",
+    "server",
+    "design",
+    "meeting",
+    "hiring",
+    "roadmap",
+    "invoice",
+    "travel",
+    "berlin",
+    "coffee",
+    "naïve",
+    "café",
+    "北京",
+    "🚀",
+    "2026-05-04",
+    "#42",
+];
+const NAMES: &[&str] = &["Dana", "Lee", "Priya", "Atlas"];
+const KINDS: &[&str] = &["semantic", "episodic", "decision", "preference", "negative", "procedural"];
+
+/// Profiles by the model string that selects them.
+const MODELS: [Option<&str>; 5] = [None, Some("claude"), Some("gpt-4o"), Some("gpt-4"), Some("cursor")];
+const FORMATS: [&str; 3] = ["smp", "json", "markdown"];
+
+/// Below this budget an output may be refused as too small even to hold its empty envelope.
+const ROOMY: i64 = 700;
+
+#[derive(Debug, Clone)]
+struct Spec {
+    words: Vec<usize>,
+    kind: usize,
+    names: Vec<usize>,
+    summary: bool,
+    day: u32,
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        prop::collection::vec(0..WORDS.len(), 2..40),
+        0..KINDS.len(),
+        prop::collection::vec(0..NAMES.len(), 0..3),
+        prop::bool::weighted(0.2),
+        1u32..28,
+    )
+        .prop_map(|(words, kind, names, summary, day)| Spec { words, kind, names, summary, day })
+}
+
+fn text(s: &Spec) -> String {
+    let w: Vec<&str> = s.words.iter().map(|&i| WORDS[i]).collect();
+    let mut t = w.chunks(7).map(|c| format!("{}.", c.join(" "))).collect::<Vec<_>>().join(" ");
+    // Some memories span lines, as pasted notes do.
+    if s.words.len() > 20 {
+        t = t.replacen(". ", ".\n", 1);
+    }
+    t
+}
+
+/// A store of `specs`; with `one_kind`, every row is a `semantic` fact without a summary or entities.
+fn store(specs: &[Spec], one_kind: bool) -> Connection {
+    let conn = common::open();
+    for (i, s) in specs.iter().enumerate() {
+        // One kind means one layer: without entities no row goes to the entity layer.
+        let names: Vec<&str> = if one_kind { Vec::new() } else { s.names.iter().map(|&n| NAMES[n]).collect() };
+        let t = text(s);
+        let mut m = Mem::new(&t)
+            .kind(if one_kind { "semantic" } else { KINDS[s.kind] })
+            .entities(&names)
+            .occurred_at(&format!("2026-05-{:02}T10:00:00Z", s.day))
+            .id(&format!("mem_{i:012x}"));
+        if s.summary && !one_kind {
+            m = m.summary(&t.chars().take(30).collect::<String>());
+        }
+        insert_memory(&conn, &m);
+    }
+    conn
+}
+
+fn task() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            (0..WORDS.len()).prop_map(|w| WORDS[w].to_string()),
+            (0..NAMES.len()).prop_map(|n| NAMES[n].to_string()),
+        ],
+        0..4,
+    )
+    .prop_map(|v| v.join(" "))
+}
+
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn context(
+    conn: &Connection,
+    task: &str,
+    model: Option<&str>,
+    budget: i64,
+    session: Option<&str>,
+    opts: &Value,
+) -> Result<String, String> {
+    conn.query_row(
+        "SELECT cmp_context(?1, ?2, ?3, ?4, ?5)",
+        rusqlite::params![task, model, budget, session, opts.to_string()],
+        |r| r.get(0),
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn cmp_tokens(conn: &Connection, text: &str, model: Option<&str>) -> i64 {
+    conn.query_row("SELECT cmp_tokens(?1, ?2)", rusqlite::params![text, model], |r| r.get(0)).unwrap()
+}
+
+/// The refs of an output in any format, in order.
+fn refs_of(out: &str) -> Vec<String> {
+    if out.starts_with("# Memory pack") {
+        // Items are lines `[ref · date] content` inside the fence; continuation lines are indented.
+        return out
+            .lines()
+            .filter(|l| l.starts_with("[mem_") || l.starts_with("[task_"))
+            .map(|l| l[1..].split([' ', ']']).next().unwrap().to_string())
+            .collect();
+    }
+    let v: Value = serde_json::from_str(out).unwrap();
+    v["items"].as_array().unwrap().iter().map(|i| i["ref"].as_str().unwrap().to_string()).collect()
+}
+
+/// Checks one output's accounting; returns false when it was refused as too small.
+fn check_accounting(
+    conn: &Connection,
+    out: Result<String, String>,
+    model: Option<&str>,
+    budget: i64,
+) -> Result<bool, TestCaseError> {
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            prop_assert!(budget < ROOMY, "refused at {}: {}", budget, e);
+            prop_assert!(e.contains("is too small for this output"), "{}", e);
+            return Ok(false);
+        }
+    };
+    let (used, tokens) = common::used_and_budget(&out);
+    prop_assert!(tokens <= budget, "budget.tokens {} above the asked {}", tokens, budget);
+    prop_assert!(used <= tokens, "{:?}: used {} > {}", model, used, tokens);
+    prop_assert_eq!(used, cmp_tokens(conn, &out, model), "{:?}: used is cmp_tokens(output)", model);
+    let exact = match model {
+        Some("gpt-4o") => Some(tiktoken_rs::o200k_base_singleton()),
+        Some("gpt-4") => Some(tiktoken_rs::cl100k_base_singleton()),
+        _ => None,
+    };
+    if let Some(bpe) = exact {
+        prop_assert_eq!(used as usize, bpe.encode_ordinary(&out).len(), "{:?}: OpenAI's count", model);
+    }
+    Ok(true)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
+
+    /// `used` = cmp_tokens(output) ≤ tokens, every profile and format, with and without a session
+    /// (a session's second turn holds the legend, so its envelope differs from the first's).
+    #[test]
+    fn used_is_the_output_as_the_model_counts_it(
+        specs in prop::collection::vec(spec(), 0..30),
+        task in task(),
+        budget in 300i64..9_000,
+        m in 0usize..MODELS.len(),
+        audit in any::<bool>(),
+    ) {
+        let conn = store(&specs, false);
+        let model = MODELS[m];
+        for (fi, format) in FORMATS.iter().enumerate() {
+            let opts = json!({"now": NOW, "format": format, "audit": audit});
+            check_accounting(&conn, context(&conn, &task, model, budget, None, &opts), model, budget)?;
+            let sid = format!("s{fi}");
+            for turn in 0..2 {
+                let out = context(&conn, &task, model, budget + 400 * turn, Some(&sid), &opts);
+                check_accounting(&conn, out, model, budget + 400 * turn)?;
+            }
+        }
+    }
+
+    /// A store of one kind packs a prefix of cmp's ranking: if a ranked ref is missing (and was not
+    /// folded into a packed item), no later-ranked ref is packed.
+    #[test]
+    fn a_one_kind_pack_is_a_prefix_of_the_ranking(
+        specs in prop::collection::vec(spec(), 1..40),
+        task in task(),
+        budget in ROOMY..9_000,
+        m in 0usize..MODELS.len(),
+    ) {
+        let conn = store(&specs, true);
+        let model = MODELS[m];
+        let ranking = common::refs(&common::search(&conn, &task));
+        let out = context(&conn, &task, model, budget, None, &json!({"now": NOW})).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let packed: HashSet<String> = refs_of(&out).into_iter().collect();
+        let mut folded: HashSet<String> = HashSet::new();
+        let layers: HashSet<&str> = v["items"].as_array().unwrap().iter().map(|i| i["layer"].as_str().unwrap()).collect();
+        prop_assert!(layers.len() <= 1, "one kind, one layer: {:?}", layers);
+        for it in v["items"].as_array().unwrap() {
+            if let Some(f) = it["why"]["folded_refs"].as_array() {
+                folded.extend(f.iter().map(|x| x.as_str().unwrap().to_string()));
+            }
+        }
+        let ranked: HashSet<&String> = ranking.iter().collect();
+        for r in &packed {
+            prop_assert!(ranked.contains(r), "{} packed but not ranked", r);
+        }
+        let mut gap: Option<&String> = None;
+        for r in ranking.iter().filter(|r| !folded.contains(*r)) {
+            match (packed.contains(r), gap) {
+                (false, None) => gap = Some(r),
+                (true, Some(g)) => prop_assert!(false, "{} packed after {}, ranked earlier, was left out", r, g),
+                _ => {}
+            }
+        }
+    }
+
+    /// Every ref packed at a budget is packed at any larger budget, in every format.
+    #[test]
+    fn larger_budgets_pack_supersets(
+        specs in prop::collection::vec(spec(), 1..30),
+        task in task(),
+        b1 in ROOMY..8_000,
+        extra in 0i64..4_000,
+        m in 0usize..MODELS.len(),
+    ) {
+        let conn = store(&specs, false);
+        let model = MODELS[m];
+        for format in FORMATS {
+            let opts = json!({"now": NOW, "format": format});
+            let small = refs_of(&context(&conn, &task, model, b1, None, &opts).unwrap());
+            let large: HashSet<String> =
+                refs_of(&context(&conn, &task, model, b1 + extra, None, &opts).unwrap()).into_iter().collect();
+            for r in small {
+                prop_assert!(large.contains(&r), "{} ({}) lost between {} and {}", r, format, b1, b1 + extra);
+            }
+        }
+    }
+}
+
+/// The summary rule, in SQL: a 10k-token note with a stored summary, packed for cursor at 3000,
+/// arrives as its summary followed by the start of its text (`why.compressed` = "truncated"); at
+/// the smallest budget that admits it, as its summary alone (`why.compressed` = "summary").
+#[test]
+fn a_long_note_keeps_its_summary_in_front() {
+    let conn = common::open();
+    let body: String = (0..700)
+        .map(|i| format!("Step {i} of the Atlas migration moves shard {} and checks its backups.", i % 37))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let summary = "Atlas migration plan: 700 steps moving every shard, each checked against its backups.";
+    conn.execute(
+        "INSERT INTO cmp_memories(id, kind, content, summary, captured_at) VALUES ('mem_00000000c001', 'semantic', ?1, ?2, '2026-05-01T00:00:00Z')",
+        rusqlite::params![body, summary],
+    )
+    .unwrap();
+    let tokens: i64 = conn.query_row("SELECT cmp_tokens(?1, 'cursor')", [&body], |r| r.get(0)).unwrap();
+    assert!(tokens > 9_000, "{tokens}");
+    let item = |budget: i64| -> Option<(String, Value)> {
+        conn.query_row(
+            "SELECT json_extract(value, '$.content'), json_extract(value, '$.why')
+             FROM json_each(cmp_context('atlas migration plan', 'cursor', ?1, NULL, ?2), '$.items')
+             WHERE json_extract(value, '$.ref') = 'mem_00000000c001'",
+            rusqlite::params![budget, common::now_opts()],
+            |r| Ok((r.get::<_, String>(0)?, serde_json::from_str(&r.get::<_, String>(1)?).unwrap())),
+        )
+        .ok()
+    };
+    let (content, why) = item(3000).expect("the note is packed at 3000");
+    assert_eq!(why["compressed"], "truncated", "{why}");
+    assert!(content.starts_with(&format!("{summary}\n\n")), "{}", &content[..200.min(content.len())]);
+    assert!(content.contains("Step 0 of the Atlas migration"), "the text follows the summary");
+    let n: i64 = conn.query_row("SELECT cmp_tokens(?1, 'cursor')", [&content], |r| r.get(0)).unwrap();
+    assert!(n > 1_500 && n < 3_000, "{n} tokens of content at 3000");
+    // The smallest budget (to 10 tokens) that admits the note: the summary alone.
+    let first = (300..3000).step_by(10).find(|&b| item(b).is_some()).expect("admitted below 3000");
+    let (content, why) = item(first).unwrap();
+    assert_eq!(content, summary);
+    assert_eq!(why["compressed"], "summary", "{why}");
+}
