@@ -295,9 +295,6 @@ fn assert_envelope(v: &Value, ctx: &str) {
 fn assert_budget_accounting(conn: &Connection, text: &str, model: Option<&str>, ctx: &str) {
     let v = parse(text);
     let count = tokens(conn, text, model);
-    if v["budget"]["used"].as_i64() != Some(count) {
-        let _ = std::fs::write("/tmp/mismatch.txt", text);
-    }
     assert_eq!(v["budget"]["used"].as_i64(), Some(count), "{ctx}: used != cmp_tokens(output)");
     assert!(count <= v["budget"]["tokens"].as_i64().expect("tokens"), "{ctx}");
 }
@@ -437,7 +434,7 @@ fn items_carry_values_not_inventions() {
 }
 
 #[test]
-fn budget_used_is_the_sum_of_item_costs() {
+fn budget_used_is_the_whole_output() {
     let conn = open();
     seed(&conn);
     filler(&conn, 40);
@@ -445,7 +442,6 @@ fn budget_used_is_the_sum_of_item_costs() {
         for (model, _, _) in PROFILES {
             for budget in [None, Some(300), Some(1000)] {
                 let text = context_text(&conn, task, model, budget, None, &now_opts());
-                let v = parse(&text);
                 let ctx = format!("{task:?} {model:?} {budget:?}");
                 assert_budget_accounting(&conn, &text, model, &ctx);
             }
