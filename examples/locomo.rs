@@ -566,8 +566,10 @@ struct ItemDetail {
 #[derive(Debug, Clone, Default)]
 struct Envelope {
     refs: Vec<String>,
-    /// Σ(tokens(item content) + 12) over items, recomputed here.
+    /// Σ(tokens(item content) + 12) over items, recomputed here (the selection's content cost).
     cost: usize,
+    /// `cmp_tokens` of the whole output for the same model, recomputed here (must equal `used`).
+    counted: usize,
     used: usize,
     tokens: i64,
     new_refs: Vec<String>,
@@ -594,7 +596,10 @@ fn call_context(
         .query_row(params![task, model, budget, session, opts], |r| r.get(0))?;
     let bad = |m: String| rusqlite::Error::ModuleError(format!("cmp_context envelope: {m}"));
     let v: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let counted: i64 =
+        conn.prepare_cached("SELECT cmp_tokens(?1, ?2)")?.query_row(params![text, model], |r| r.get(0))?;
     let mut env = Envelope {
+        counted: counted as usize,
         used: v["budget"]["used"].as_u64().ok_or_else(|| bad("budget.used missing".into()))? as usize,
         tokens: v["budget"]["tokens"].as_i64().ok_or_else(|| bad("budget.tokens missing".into()))?,
         ..Default::default()
@@ -782,7 +787,7 @@ impl Cell {
 struct Checks {
     /// Envelopes where budget.used > budget.tokens.
     over_budget: usize,
-    /// Envelopes where budget.used differs from Σ(tokens(content) + 12) recomputed here.
+    /// Envelopes where budget.used differs from cmp_tokens(output, model) recomputed here.
     used_mismatch: usize,
     /// Envelopes whose budget.tokens differs from the clamp the harness expects.
     tokens_mismatch: usize,
@@ -994,7 +999,7 @@ fn run() -> Res<()> {
                             if env.used as i64 > env.tokens {
                                 checks.over_budget += 1;
                             }
-                            if env.used != env.cost {
+                            if env.used != env.counted {
                                 checks.used_mismatch += 1;
                             }
                             if env.tokens != budget {
