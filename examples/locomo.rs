@@ -468,18 +468,9 @@ fn resolve_profile(conn: &Connection, model: &str) -> Res<Profile> {
         chars_per_token: v["chars_per_token"].as_f64().ok_or("cmp_profile: no chars_per_token")?,
         max_budget: v["pack_token_budget"].as_i64().ok_or("cmp_profile: no pack_token_budget")?,
     };
-    // The harness re-implements the estimate for speed; make sure it is the packer's.
-    for s in ["", "x", "Caroline: I went to a LGBTQ support group yesterday.", "Zoë — ☕ 🙂 naïve café"] {
-        let t: i64 = conn
-            .query_row("SELECT cmp_tokens(?1, ?2)", params![s, model], |r| r.get(0))
-            .map_err(|e| format!("cmp_tokens: {e}"))?;
-        if t as usize != p.tokens(s) {
-            return Err(format!(
-                "token estimate mismatch for {model}: cmp_tokens({s:?}) = {t}, harness = {}",
-                p.tokens(s)
-            ));
-        }
-    }
+    // The baselines' content estimate, ceil(chars / chars_per_token) + 12 per row, is the harness's
+    // own selection measure; cmp budgets the rendered output with the model's counter (cmp_tokens),
+    // which the envelope checks compare budget.used with.
     Ok(p)
 }
 
