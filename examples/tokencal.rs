@@ -3,7 +3,8 @@
 //! exact counting.
 //!
 //! ```text
-//! cargo run --release --example tokencal -- [--data DIR]
+//! cargo run --release --example tokencal -- [--data DIR]      # the estimate against o200k
+//! cargo run --release --example tokencal -- --envelope        # what each part of a pack costs
 //! ```
 use cmp::tokens::{estimate, Counter};
 use serde_json::Value;
@@ -67,12 +68,110 @@ fn texts(dir: &str) -> Vec<(&'static str, Vec<String>)> {
     out
 }
 
+/// What packs cost in o200k tokens: legends, an empty pack, a session's second turn, and the share of
+/// framing in packs of real chat messages (realtalk-dev, first chat) at several budgets.
+fn envelope(dir: &str) {
+    let conn = rusqlite::Connection::open_in_memory().expect("memory db");
+    cmp::register(&conn).expect("register");
+    conn.query_row("SELECT cmp_init()", [], |_| Ok(())).expect("init");
+    conn.execute_batch(include_str!("../sql/seed.sql")).expect("seed");
+    let call = |task: &str, model: &str, budget: i64, sid: Option<&str>, opts: &str| -> String {
+        conn.query_row(
+            "SELECT cmp_context(?1, ?2, ?3, ?4, ?5)",
+            rusqlite::params![task, model, budget, sid, opts],
+            |r| r.get(0),
+        )
+        .expect("cmp_context")
+    };
+    let now = r#""now":"2026-06-01T00:00:00Z""#;
+    let o = |extra: &str| format!("{{{now}{extra}}}");
+    let t = |s: &str| Counter::O200k.count(s);
+    let legend = |s: &str| -> usize {
+        let v: Value = serde_json::from_str(s).unwrap_or(Value::Null);
+        t(&v["legend"].to_string())
+    };
+    let task = "When is the Atlas launch?";
+    println!("| what (seed store, gpt-4o, o200k) | tokens |\n|---|---|");
+    println!("| compact legend | {} |", legend(&call(task, "gpt-4o", 2000, None, &o(""))));
+    println!(
+        "| full legend (`legend: \"full\"`) | {} |",
+        legend(&call(task, "gpt-4o", 2000, None, &o(r#","legend":"full""#)))
+    );
+    println!(
+        "| empty SMP pack (no memory in scope) | {} |",
+        t(&call(task, "gpt-4o", 2000, None, &o(r#","scope":"nobody""#)))
+    );
+    println!(
+        "| empty markdown pack | {} |",
+        t(&call(task, "gpt-4o", 2000, None, &o(r#","scope":"nobody","format":"markdown""#)))
+    );
+    let s1 = call(task, "gpt-4o", 2000, Some("s"), &o(""));
+    let s2 = call(task, "gpt-4o", 2000, Some("s"), &o(""));
+    println!("| SMP at 2000, session turn 1 / turn 2 (legend held) | {} / {} |", t(&s1), t(&s2));
+    println!(
+        "| SMP at 2000 without / with `audit: true` (items) | {} / {} |",
+        serde_json::from_str::<Value>(&call(task, "gpt-4o", 2000, None, &o("")))
+            .map(|v| v["items"].as_array().map_or(0, Vec::len))
+            .unwrap_or(0),
+        serde_json::from_str::<Value>(&call(task, "gpt-4o", 2000, None, &o(r#","audit":true"#)))
+            .map(|v| v["items"].as_array().map_or(0, Vec::len))
+            .unwrap_or(0)
+    );
+    // Real chat: framing share = 1 - Σ o200k(item content) / o200k(output).
+    let chat = texts(dir).into_iter().find(|(n, _)| *n == "realtalk").map(|(_, v)| v).unwrap_or_default();
+    let conn2 = rusqlite::Connection::open_in_memory().expect("memory db");
+    cmp::register(&conn2).expect("register");
+    conn2.query_row("SELECT cmp_init()", [], |_| Ok(())).expect("init");
+    for (i, m) in chat.iter().take(700).enumerate() {
+        conn2
+            .execute(
+                "INSERT INTO cmp_memories(content, kind, occurred_at, captured_at) VALUES (?1, 'episodic', ?2, ?2)",
+                rusqlite::params![m, format!("2024-01-01T{:02}:{:02}:00Z", i / 60 % 24, i % 60)],
+            )
+            .expect("insert");
+    }
+    println!("\n| realtalk-dev chat 1, task \"what did they cook\" | budget | items | content tokens | output tokens | framing share |\n|---|---|---|---|---|---|");
+    for fmt in ["smp", "markdown"] {
+        for budget in [1000i64, 2000, 4000] {
+            let opts = format!(r#"{{"now":"2024-02-01T00:00:00Z","format":"{fmt}"}}"#);
+            let out: String = conn2
+                .query_row(
+                    "SELECT cmp_context('what did they cook', 'gpt-4o', ?1, NULL, ?2)",
+                    rusqlite::params![budget, opts],
+                    |r| r.get(0),
+                )
+                .expect("pack");
+            let items: Vec<String> = conn2
+                .prepare("SELECT content FROM cmp_items('what did they cook', 'gpt-4o', ?1, ?2)")
+                .expect("items")
+                .query_map(rusqlite::params![budget, r#"{"now":"2024-02-01T00:00:00Z"}"#], |r| r.get(0))
+                .expect("q")
+                .map_while(Result::ok)
+                .collect();
+            let (n, content) = if fmt == "smp" {
+                (items.len(), items.iter().map(|c| t(c)).sum::<usize>())
+            } else {
+                let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("[mem_")).collect();
+                (lines.len(), lines.iter().map(|l| t(l.split_once("] ").map_or("", |x| x.1))).sum())
+            };
+            let total = t(&out);
+            println!(
+                "| {fmt} | {budget} | {n} | {content} | {total} | {:.0} % |",
+                100.0 * (1.0 - content as f64 / total.max(1) as f64)
+            );
+        }
+    }
+}
+
 fn main() {
     let mut dir = "../shared/data".to_string();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--data" {
             dir = args.next().unwrap_or(dir);
+        } else if a == "--envelope" {
+            envelope(&dir);
+            return;
         } else if a == "--check" {
             // Is the o200k count of standard input the sum over its lines (each with its newline)?
             let mut text = String::new();

@@ -171,3 +171,65 @@ END;
 CREATE TRIGGER IF NOT EXISTS cmp_tasks_ai AFTER INSERT ON cmp_tasks WHEN NEW.id IS NULL BEGIN
   UPDATE cmp_tasks SET id = 'task_' || lower(hex(randomblob(6))) WHERE rowid = NEW.rowid;
 END;
+
+-- ---------------------------------------------------------------- character-pair index (schema 3)
+-- Scripts written without spaces (Han, Hiragana/Katakana, Hangul, Thai) have no word boundaries for
+-- the word index to see: `unicode61` makes a whole run of Han characters one token, so no task word
+-- ever matches it. Rows holding such text are also indexed by their pairs of adjacent characters
+-- (letters, digits and those scripts): most Chinese words are two characters, and a pair of digits
+-- or of letters glued to Han text ("61岁", "用Python") is found too. The pairs are computed in plain
+-- SQL over a table of positions, so a connection that never loaded the extension keeps this index
+-- right as well; only the first 2048 characters of a row are paired (bounded cost per write).
+--
+-- The GLOB classes below are literal (a pattern built with char() would be rebuilt for every
+-- character). Letters and digits: 0-9 A-Z a-z U+00C0-U+00D6 U+00D8-U+00F6 U+00F8-U+024F. Spaceless
+-- scripts: U+0E00-0E7F Thai, U+1100-11FF Hangul jamo, U+3040-30FF Hiragana/Katakana, U+3130-318F
+-- Hangul compatibility jamo, U+31F0-31FF Katakana extensions, U+3400-4DBF CJK extension A,
+-- U+4E00-9FFF CJK ideographs, U+AC00-D7AF Hangul syllables, U+F900-FAFF CJK compatibility
+-- ideographs, U+FF66-FF9F halfwidth Katakana, U+20000-3FFFF CJK extensions B and later (the ranges of
+-- `text::is_spaceless`).
+CREATE TABLE IF NOT EXISTS cmp_positions(i INTEGER PRIMARY KEY);
+INSERT OR IGNORE INTO cmp_positions(i)
+  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2047) SELECT i FROM n;
+
+-- The indexed text of each row: its character pairs, separated by spaces. Only rows that may
+-- surface and hold a character of a spaceless script are here. The row's cut text is read once (a
+-- LIMIT keeps the subquery from being merged into the loop), then each position costs one substr and
+-- one GLOB.
+CREATE VIEW IF NOT EXISTS cmp_memories_grams AS
+  SELECT m.rid AS rid,
+         (SELECT group_concat(substr(x.t, p.i, 2), ' ')
+            FROM (SELECT substr(m.content, 1, 2048) AS t LIMIT 1) AS x, cmp_positions AS p
+           WHERE p.i < length(x.t)
+             AND substr(x.t, p.i, 2) GLOB '[0-9A-Za-zÀ-ÖØ-öø-ɏ฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿][0-9A-Za-zÀ-ÖØ-öø-ɏ฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿]') AS grams
+  FROM cmp_memories AS m
+  WHERE (m.redacted = 0 OR m.redacted IS NULL)
+    AND m.content GLOB '*[฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿]*';
+
+CREATE VIRTUAL TABLE IF NOT EXISTS cmp_memories_ngram USING fts5(
+  grams,
+  content = 'cmp_memories_grams',
+  content_rowid = 'rid',
+  tokenize = 'unicode61 remove_diacritics 2'
+);
+
+-- The view is read while the row is still as indexed: BEFORE a delete or a text change, to remove
+-- the row's pairs; AFTER an insert or a text change, to add them.
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_ai AFTER INSERT ON cmp_memories BEGIN
+  INSERT INTO cmp_memories_ngram(rowid, grams) SELECT rid, grams FROM cmp_memories_grams WHERE rid = NEW.rid;
+END;
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_bd BEFORE DELETE ON cmp_memories BEGIN
+  INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
+    SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid = OLD.rid;
+END;
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_bu BEFORE UPDATE ON cmp_memories
+WHEN OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
+BEGIN
+  INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
+    SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid = OLD.rid;
+END;
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_au AFTER UPDATE ON cmp_memories
+WHEN OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
+BEGIN
+  INSERT INTO cmp_memories_ngram(rowid, grams) SELECT rid, grams FROM cmp_memories_grams WHERE rid = NEW.rid;
+END;

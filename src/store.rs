@@ -6,8 +6,10 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 /// The schema, applied by `cmp_init()`.
 pub const SCHEMA_SQL: &str = include_str!("../sql/schema.sql");
 /// Version written by this build. History: 1 = memories, tasks, FTS, entities, meta;
-/// 2 = adds sessions, pins and the recency index (all additive: schema.sql upgrades v1 in place).
-pub const SCHEMA_VERSION: i64 = 2;
+/// 2 = adds sessions, pins and the recency index (all additive: schema.sql upgrades v1 in place);
+/// 3 = adds the character-pair index of spaceless scripts (`cmp_memories_ngram`, filled from the
+/// existing rows on upgrade).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// One memory row, as retrieval and packing see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,6 +138,10 @@ pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
     // All-or-nothing: a failure leaves the database as it was.
     conn.execute_batch("SAVEPOINT cmp_init")?;
     let r = conn.execute_batch(SCHEMA_SQL).and_then(|_| {
+        // The character-pair index arrived in version 3: index the rows written before it.
+        if current.is_some_and(|v| v < 3) {
+            conn.execute_batch("INSERT INTO cmp_memories_ngram(cmp_memories_ngram) VALUES ('rebuild')")?;
+        }
         conn.execute(
             "INSERT INTO cmp_meta(key, value) VALUES ('schema_version', ?1)
                  ON CONFLICT(key) DO UPDATE SET value = excluded.value",

@@ -1,11 +1,52 @@
 //! Text primitives shared by retrieval and packing: a tokenizer that mirrors FTS5's
-//! `unicode61 remove_diacritics 2`, the Porter stemmer FTS5's `porter` wrapper uses, stopwords,
-//! word sets for Jaccard similarity, and sentence/character cuts for the compression ladder.
+//! `unicode61 remove_diacritics 2` for space-separated scripts and cuts scripts written without
+//! spaces (Han, Hiragana/Katakana, Hangul, Thai) into overlapping character pairs, the Porter
+//! stemmer FTS5's `porter` wrapper uses, stopwords, word sets for Jaccard similarity, the terms
+//! of the character-pair index, and sentence/character cuts for the compression ladder.
 
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
-/// Lowercased, diacritic-free alphanumeric words of `s`, in order.
+/// True for a character of a script written without spaces between words: Thai, Hangul (jamo and
+/// syllables), Hiragana, Katakana and CJK ideographs. Such text has no word boundaries a tokenizer
+/// can see, so it is matched by overlapping character pairs (most Chinese words are two characters).
+/// The ranges are the ones the `cmp_memories_grams` view of the schema tests.
+pub fn is_spaceless(c: char) -> bool {
+    matches!(u32::from(c),
+        0x0E00..=0x0E7F     // Thai
+        | 0x1100..=0x11FF   // Hangul jamo
+        | 0x3040..=0x30FF   // Hiragana, Katakana
+        | 0x3130..=0x318F   // Hangul compatibility jamo
+        | 0x31F0..=0x31FF   // Katakana phonetic extensions
+        | 0x3400..=0x4DBF   // CJK extension A
+        | 0x4E00..=0x9FFF   // CJK unified ideographs
+        | 0xAC00..=0xD7AF   // Hangul syllables
+        | 0xF900..=0xFAFF   // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F   // halfwidth Katakana
+        | 0x20000..=0x3FFFF // CJK extensions B and later
+    )
+}
+
+/// True when `s` holds a character of a script written without spaces ([`is_spaceless`]).
+pub fn has_spaceless(s: &str) -> bool {
+    !s.is_ascii() && s.chars().any(is_spaceless)
+}
+
+/// Emits the words of a run of spaceless-script characters: its overlapping pairs, or the
+/// character itself when the run is one character long.
+fn flush_run(run: &mut Vec<char>, out: &mut Vec<String>) {
+    match run.len() {
+        0 => {}
+        1 => out.push(run[0].to_string()),
+        _ => out.extend(run.windows(2).map(|p| p.iter().collect::<String>())),
+    }
+    run.clear();
+}
+
+/// Lowercased, diacritic-free alphanumeric words of `s`, in order. A run of a script written
+/// without spaces ([`is_spaceless`]) becomes its overlapping character pairs ("北京出差" → 北京, 京出,
+/// 出差) and is a word boundary for the text around it ("用Python写" → 用, python, 写). Such text
+/// is not decomposed: NFD would split Hangul syllables into jamo and strip the voicing marks of kana.
 pub fn words(s: &str) -> Vec<String> {
     if s.is_ascii() {
         // Fast path: no diacritics to strip, ASCII case folding.
@@ -17,18 +58,71 @@ pub fn words(s: &str) -> Vec<String> {
     }
     let mut out = Vec::new();
     let mut cur = String::new();
-    for c in s.nfd() {
-        if is_combining_mark(c) {
+    let mut run: Vec<char> = Vec::new();
+    for c in s.chars() {
+        if is_spaceless(c) {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            if c.is_alphanumeric() {
+                run.push(c);
+            } else if !is_combining_mark(c) {
+                // Punctuation inside the block (the Katakana middle dot) ends the run; vowel
+                // signs (Thai) do not.
+                flush_run(&mut run, &mut out);
+            }
             continue;
         }
-        if c.is_alphanumeric() {
-            cur.extend(c.to_lowercase());
-        } else if !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
+        flush_run(&mut run, &mut out);
+        for d in c.nfd() {
+            if is_combining_mark(d) {
+                continue;
+            }
+            if d.is_alphanumeric() {
+                cur.extend(d.to_lowercase());
+            } else if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
         }
     }
+    flush_run(&mut run, &mut out);
     if !cur.is_empty() {
         out.push(cur);
+    }
+    out
+}
+
+/// True for a character the character-pair index pairs up: ASCII letters and digits, Latin-1 and
+/// Latin Extended-A/B letters, and the spaceless scripts. The `cmp_memories_grams` view of the schema
+/// applies the same test in SQL; [`gram_terms`] must agree with it character for character.
+fn is_gram_char(c: char) -> bool {
+    let u = u32::from(c);
+    c.is_ascii_alphanumeric() || ((0xC0..=0x24F).contains(&u) && u != 0xD7 && u != 0xF7) || is_spaceless(c)
+}
+
+/// Characters of a memory the character-pair index reads (the view's cut): pairs past it are not
+/// indexed, which bounds the cost of indexing one row.
+pub const GRAM_MAX_CHARS: usize = 2048;
+
+/// The terms of `s` in the character-pair index (`cmp_memories_ngram`): every pair of adjacent
+/// characters that both pass the index's character test (letters, digits, spaceless scripts), so
+/// "61岁" gives 61 and 1岁, and "用Python" gives 用p, py, yt, th, ho, on. Distinct (case-folded), in
+/// first-seen order, at most `cap`. FTS5 folds case and diacritics of these the same way on both
+/// sides, so they match the view's pairs exactly.
+pub fn gram_terms(s: &str, cap: usize) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for p in chars.windows(2) {
+        if out.len() == cap {
+            break;
+        }
+        if is_gram_char(p[0]) && is_gram_char(p[1]) {
+            let g: String = p.iter().flat_map(|c| c.to_lowercase()).collect();
+            if seen.insert(g.clone()) {
+                out.push(g);
+            }
+        }
     }
     out
 }
@@ -197,12 +291,14 @@ pub fn is_stopword(w: &str) -> bool {
     STOPWORDS.contains(&w)
 }
 
-/// Task terms for retrieval: distinct, non-stopword words in first-seen order, at most `cap`.
+/// Task terms for the word index: distinct, non-stopword words of space-separated scripts, in
+/// first-seen order, at most `cap`. Text in scripts written without spaces goes to the
+/// character-pair index instead ([`gram_terms`]).
 pub fn query_terms(task: &str, cap: usize) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for w in words(task) {
-        if is_stopword(&w) || w.chars().count() > 64 {
+        if is_stopword(&w) || w.chars().count() > 64 || has_spaceless(&w) {
             continue;
         }
         if seen.insert(w.clone()) {
@@ -213,6 +309,87 @@ pub fn query_terms(task: &str, cap: usize) -> Vec<String> {
         }
     }
     out
+}
+
+/// Function characters of Chinese and Japanese (particles, pronouns, question words): a character
+/// pair holding one says little about what a task is about ("我的", "是什", "什么"), like an English
+/// stopword.
+const SPACELESS_STOP_CHARS: &str =
+    "的了是我你他她它们在有和与及或吗呢吧啊呀么什啥哪谁几怎这那个也都就还又很被把给让着不没嘛哦呃儿\
+     のはがをにでともへやかなだ";
+
+/// True for a character pair (a word of a spaceless script, or a pair of [`gram_terms`]) that holds
+/// a function character.
+pub fn is_stop_pair(w: &str) -> bool {
+    w.chars().any(|c| SPACELESS_STOP_CHARS.contains(c))
+}
+
+/// Task terms of scripts written without spaces: the distinct character pairs of [`words`] that hold
+/// no function character, at most `cap`. When every pair holds one, all of them.
+pub fn spaceless_terms(task: &str, cap: usize) -> Vec<String> {
+    let pairs: Vec<String> = words(task).into_iter().filter(|w| has_spaceless(w)).collect();
+    let mut out: Vec<String> = Vec::new();
+    for keep_stop in [false, true] {
+        for w in &pairs {
+            if out.len() == cap {
+                break;
+            }
+            if (keep_stop || !is_stop_pair(w)) && !out.contains(w) {
+                out.push(w.clone());
+            }
+        }
+        if !out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// The terms a task sends to the character-pair index, at most `cap`, each a quoted-string body
+/// for FTS5: a pair of a spaceless script ("北京", or "1岁" across a script boundary) unless it holds a
+/// function character (all of them are kept when every pair does), and for a run of letters or
+/// digits of three or more, the phrase of its pairs ("at tl la as"), which matches the word where it
+/// is glued to text of a spaceless script ("和Atlas项目"). A run shorter than three that touches no
+/// spaceless script, and a stopword, give nothing.
+pub fn task_gram_terms(task: &str, cap: usize) -> Vec<String> {
+    let chars: Vec<char> = task.chars().collect();
+    let lower = |cs: &[char]| -> String { cs.iter().flat_map(|c| c.to_lowercase()).collect() };
+    let mut pairs: Vec<String> = Vec::new();
+    let mut phrases: Vec<String> = Vec::new();
+    // Enough candidates for the function-character filter to choose from; a long task stops here.
+    let enough = cap.saturating_mul(4);
+    // Runs of characters the index pairs up.
+    for run in chars.split(|&c| !is_gram_char(c)).filter(|r| r.len() >= 2) {
+        if pairs.len() + phrases.len() >= enough {
+            break;
+        }
+        let mixed = run.iter().any(|&c| is_spaceless(c));
+        for p in run.windows(2).take(enough) {
+            if is_spaceless(p[0]) || is_spaceless(p[1]) {
+                pairs.push(lower(p));
+            }
+        }
+        // Words of letters and digits inside the run: a phrase of their pairs, or the one pair of
+        // a two-character word glued to a spaceless script ("61岁"). Like the word index's terms,
+        // a word longer than 64 characters is not searched.
+        for word in run.split(|&c| is_spaceless(c)).take(enough) {
+            if word.len() > 64 {
+                continue;
+            }
+            let w = lower(word);
+            if word.len() >= 3 && !is_stopword(&w) {
+                phrases.push(word.windows(2).map(lower).collect::<Vec<_>>().join(" "));
+            } else if word.len() == 2 && mixed {
+                pairs.push(w);
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    pairs.retain(|g| seen.insert(g.clone()));
+    phrases.retain(|g| seen.insert(g.clone()));
+    let kept: Vec<String> = pairs.iter().filter(|g| !is_stop_pair(g)).cloned().collect();
+    let pairs = if kept.is_empty() { pairs } else { kept };
+    pairs.into_iter().chain(phrases).take(cap).collect()
 }
 
 /// 64-bit FNV-1a: a stable hash (identical on every platform and run) for word sets and the
@@ -295,6 +472,35 @@ mod tests {
     fn tokenizes_like_unicode61() {
         assert_eq!(words("Zoë's café, AND (NEAR) x*"), vec!["zoe", "s", "cafe", "and", "near", "x"]);
         assert!(words("🙂 — ").is_empty());
+    }
+
+    #[test]
+    fn spaceless_scripts_become_character_pairs() {
+        assert_eq!(
+            words("我下周二要去北京出差"),
+            vec!["我下", "下周", "周二", "二要", "要去", "去北", "北京", "京出", "出差"]
+        );
+        assert_eq!(words("我用Python写代码。"), vec!["我用", "python", "写代", "代码"]);
+        assert_eq!(words("北 京"), vec!["北", "京"]);
+        // Hangul stays in syllables; kana keeps its voicing marks.
+        assert_eq!(words("서울에서"), vec!["서울", "울에", "에서"]);
+        assert_eq!(words("がっこう"), vec!["がっ", "っこ", "こう"]);
+        // Thai vowel signs do not cut a run.
+        assert_eq!(words("กิน"), vec!["กิ", "ิน"]);
+        assert_eq!(words("Zoë 🙂 東京"), vec!["zoe", "東京"]);
+    }
+
+    #[test]
+    fn gram_terms_pair_letters_digits_and_spaceless_scripts() {
+        assert_eq!(gram_terms("61岁的人", 10), vec!["61", "1岁", "岁的", "的人"]);
+        assert_eq!(gram_terms("Ab-c 北", 10), vec!["ab"]);
+        assert_eq!(gram_terms("北京北京", 10), vec!["北京", "京北"]);
+        assert_eq!(task_gram_terms("the plain English", 10), vec!["pl la ai in", "en ng gl li is sh"]);
+        assert_eq!(task_gram_terms("我的上司叫什么", 10), vec!["上司", "司叫"]);
+        assert_eq!(task_gram_terms("是什么", 10), vec!["是什", "什么"]);
+        assert_eq!(task_gram_terms("那个61岁的人和Atlas", 10), vec!["1岁", "61", "at tl la as"]);
+        assert_eq!(spaceless_terms("我的上司的生日", 10), vec!["上司", "生日"]);
+        assert!(query_terms("我用Python写代码", 10) == vec!["python"]);
     }
 
     #[test]

@@ -1132,7 +1132,7 @@ fn ladder_compresses_and_the_cursor_pages_the_rest() {
         (Some("Atlas migration: billing first."), "summary", "Atlas migration: billing first."),
     ] {
         let (conn, long_id, all) = ladder_store(summary);
-        for (model, budget) in [(Some("claude"), 700), (Some("gpt-4o"), 640), (Some("cursor"), 700), (None, 700)] {
+        for (model, budget) in [(Some("claude"), 1000), (Some("gpt-4o"), 900), (Some("cursor"), 1000), (None, 1000)] {
             let ctx = format!("{summary:?} {model:?} {budget}");
             let text =
                 context_text(&conn, "atlas migration postgres row counts", model, Some(budget), None, &now_opts());

@@ -211,6 +211,8 @@ fn check_state(conn: &Connection, fp: &str) -> Result<(), String> {
     }
     conn.execute("INSERT INTO cmp_memories_fts(cmp_memories_fts, rank) VALUES('integrity-check', 1)", [])
         .map_err(|e| format!("FTS5 integrity-check: {e}"))?;
+    conn.execute("INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rank) VALUES('integrity-check', 1)", [])
+        .map_err(|e| format!("character-pair index integrity-check: {e}"))?;
     let bad: i64 = conn
         .query_row("SELECT count(*) FROM cmp_sessions WHERE NOT json_valid(state)", [], |r| r.get(0))
         .map_err(|e| e.to_string())?;

@@ -1,74 +1,321 @@
-//! `cmp-mcp --db PATH [--scope S]`: an MCP server over stdio that gives AI clients (Claude Desktop,
-//! ChatGPT connectors, Cursor, any MCP client) the cmp memory store as tools: get_context,
-//! query_memory, expand, remember, search, fetch. See README.md.
+//! `cmp-mcp`: gives AI clients (Claude Desktop, ChatGPT connectors, Cursor, any MCP client or HTTP
+//! agent) the cmp memory store as tools: get_context, query_memory, expand, remember, search, fetch.
+//! Over stdio by default (`cmp-mcp --db PATH`), over HTTP with `cmp-mcp serve` (MCP Streamable HTTP
+//! and `/v1/context`), behind bearer tokens managed by `cmp-mcp token`. See README.md.
 
 mod db;
+mod http;
 mod server;
+mod tokens;
 mod tools;
 
 use rmcp::ServiceExt;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 const USAGE: &str = "\
 usage: cmp-mcp --db PATH [--scope SCOPE]
+       cmp-mcp serve --db PATH --listen ADDR:PORT [limits]
+       cmp-mcp token create --db PATH --scope SCOPE [--read-only] [--label TEXT]
+       cmp-mcp token list --db PATH
+       cmp-mcp token revoke --db PATH ID
 
-Serves the cmp memory database at PATH over MCP (JSON-RPC on stdin/stdout).
+Serves the cmp memory database at PATH to MCP clients.
+  (no command)    MCP over stdio (JSON-RPC on stdin/stdout); every call is confined to --scope
+                  (default: default)
+  serve           MCP over Streamable HTTP at /mcp, plus GET|POST /v1/context, GET /v1/expand,
+                  POST /v1/query and POST /v1/tools/call; every request needs a bearer token, whose
+                  scope it is confined to. A non-loopback ADDR is refused while no token exists.
+                  limits: --max-body-bytes N (default 262144), --max-text-bytes N (longest task,
+                  query or memory; default 16384), --max-concurrent N (requests in flight; default
+                  32), --timeout-secs N (per request; default 30), --allowed-host NAME (a Host name
+                  MCP requests may carry besides the loopback ones; repeatable)
+  token create    prints a new token once (only its hash is stored); --read-only refuses remember
+  token list      id, scope, access, label, created and revoked times (never a secret)
+  token revoke    revokes a token by id (or the token itself); takes effect on the next request
   --db PATH       SQLite database (created, and the cmp schema applied, if missing)
-  --scope SCOPE   owner namespace every call is confined to (default: default)
   -h, --help      this text
   -V, --version   the version";
-
-/// Parsed command line.
-#[derive(Debug, PartialEq)]
-struct Args {
-    db: PathBuf,
-    scope: String,
-}
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq)]
 enum Cli {
-    Serve(Args),
+    Stdio {
+        db: PathBuf,
+        scope: String,
+    },
+    Serve {
+        db: PathBuf,
+        listen: SocketAddr,
+        max_body_bytes: usize,
+        max_text_bytes: usize,
+        max_concurrent: usize,
+        timeout: Duration,
+        allowed_hosts: Vec<String>,
+    },
+    TokenCreate {
+        db: PathBuf,
+        scope: String,
+        read_only: bool,
+        label: Option<String>,
+    },
+    TokenList {
+        db: PathBuf,
+    },
+    TokenRevoke {
+        db: PathBuf,
+        id: String,
+    },
     Help,
     Version,
 }
 
-fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Cli, String> {
-    let (mut db, mut scope) = (None, None);
-    while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (a.clone(), None),
-        };
-        let mut value = |name: &str| inline.clone().or_else(|| it.next()).ok_or(format!("{name} needs a value"));
-        match flag.as_str() {
-            "-h" | "--help" => return Ok(Cli::Help),
-            "-V" | "--version" => return Ok(Cli::Version),
-            "--db" => db = Some(PathBuf::from(value("--db")?)),
-            "--scope" => scope = Some(value("--scope")?),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    let db = db.ok_or("--db PATH is required")?;
-    let scope = scope.unwrap_or_else(|| "default".into());
-    if scope.is_empty() {
-        return Err("--scope must not be empty".into());
-    }
-    Ok(Cli::Serve(Args { db, scope }))
+/// Flags and positional words of one command line.
+#[derive(Default)]
+struct Flags {
+    values: Vec<(String, String)>,
+    switches: Vec<String>,
+    words: Vec<String>,
 }
 
-async fn serve(args: Args) -> Result<(), String> {
-    let db = db::Db::open(&args.db)?;
-    let server = server::CmpServer::new(db, args.scope).await?;
+impl Flags {
+    fn parse(mut it: impl Iterator<Item = String>, switches: &[&str]) -> Result<Flags, String> {
+        let mut f = Flags::default();
+        while let Some(a) = it.next() {
+            if !a.starts_with("--") {
+                f.words.push(a);
+                continue;
+            }
+            let (flag, inline) = match a.split_once('=') {
+                Some((fl, v)) => (fl.to_string(), Some(v.to_string())),
+                None => (a.clone(), None),
+            };
+            if switches.contains(&flag.as_str()) {
+                if inline.is_some() {
+                    return Err(format!("{flag} takes no value"));
+                }
+                f.switches.push(flag);
+                continue;
+            }
+            let v = inline.or_else(|| it.next()).ok_or(format!("{flag} needs a value"))?;
+            f.values.push((flag, v));
+        }
+        Ok(f)
+    }
+
+    /// Refuses any flag not in `known`.
+    fn only(&self, known: &[&str]) -> Result<(), String> {
+        match self.values.iter().map(|(k, _)| k).chain(&self.switches).find(|k| !known.contains(&k.as_str())) {
+            Some(k) => Err(format!("unknown argument {k:?}")),
+            None => Ok(()),
+        }
+    }
+
+    fn one(&self, name: &str) -> Result<Option<String>, String> {
+        let mut it = self.values.iter().filter(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let first = it.next();
+        if it.next().is_some() {
+            return Err(format!("{name} is given twice"));
+        }
+        Ok(first)
+    }
+
+    fn all(&self, name: &str) -> Vec<String> {
+        self.values.iter().filter(|(k, _)| k == name).map(|(_, v)| v.clone()).collect()
+    }
+
+    fn db(&self) -> Result<PathBuf, String> {
+        self.one("--db")?.map(PathBuf::from).ok_or_else(|| "--db PATH is required".into())
+    }
+
+    fn number(&self, name: &str, default: usize) -> Result<usize, String> {
+        match self.one(name)? {
+            None => Ok(default),
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!("{name} must be a positive integer, got {v:?}")),
+            },
+        }
+    }
+}
+
+fn non_empty(name: &str, v: Option<String>) -> Result<String, String> {
+    match v {
+        Some(s) if !s.trim().is_empty() => Ok(s),
+        Some(_) => Err(format!("{name} must not be empty")),
+        None => Err(format!("{name} is required")),
+    }
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Cli, String> {
+    let args: Vec<String> = args.collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        return Ok(Cli::Help);
+    }
+    if args.iter().any(|a| a == "-V" || a == "--version") {
+        return Ok(Cli::Version);
+    }
+    match args.first().map(String::as_str) {
+        Some("serve") => {
+            let f = Flags::parse(args.into_iter().skip(1), &[])?;
+            f.only(&[
+                "--db",
+                "--listen",
+                "--max-body-bytes",
+                "--max-text-bytes",
+                "--max-concurrent",
+                "--timeout-secs",
+                "--allowed-host",
+            ])?;
+            if let Some(w) = f.words.first() {
+                return Err(format!("serve: unexpected argument {w:?}"));
+            }
+            let listen = f.one("--listen")?.ok_or("serve: --listen ADDR:PORT is required (e.g. 127.0.0.1:8787)")?;
+            let listen = listen
+                .parse::<SocketAddr>()
+                .map_err(|_| format!("--listen must be an IP address and port like 127.0.0.1:8787, got {listen:?}"))?;
+            Ok(Cli::Serve {
+                db: f.db()?,
+                listen,
+                max_body_bytes: f.number("--max-body-bytes", http::DEFAULT_MAX_BODY_BYTES)?,
+                max_text_bytes: f.number("--max-text-bytes", tools::DEFAULT_MAX_TEXT_BYTES)?,
+                max_concurrent: f.number("--max-concurrent", http::DEFAULT_MAX_CONCURRENT)?,
+                timeout: Duration::from_secs(
+                    f.number("--timeout-secs", http::DEFAULT_TIMEOUT.as_secs() as usize)? as u64
+                ),
+                allowed_hosts: f.all("--allowed-host"),
+            })
+        }
+        Some("token") => {
+            let sub = args.get(1).cloned().unwrap_or_default();
+            let f = Flags::parse(args.into_iter().skip(2), &["--read-only"])?;
+            match sub.as_str() {
+                "create" => {
+                    f.only(&["--db", "--scope", "--read-only", "--label"])?;
+                    if let Some(w) = f.words.first() {
+                        return Err(format!("token create: unexpected argument {w:?}"));
+                    }
+                    Ok(Cli::TokenCreate {
+                        db: f.db()?,
+                        scope: non_empty("--scope", f.one("--scope")?)?,
+                        read_only: !f.switches.is_empty(),
+                        label: f.one("--label")?,
+                    })
+                }
+                "list" => {
+                    f.only(&["--db"])?;
+                    if let Some(w) = f.words.first() {
+                        return Err(format!("token list: unexpected argument {w:?}"));
+                    }
+                    Ok(Cli::TokenList { db: f.db()? })
+                }
+                "revoke" => {
+                    f.only(&["--db"])?;
+                    let [id] = f.words.as_slice() else {
+                        return Err("token revoke: give exactly one token id".into());
+                    };
+                    Ok(Cli::TokenRevoke { db: f.db()?, id: id.clone() })
+                }
+                other => Err(format!("token: unknown subcommand {other:?} (create, list, revoke)")),
+            }
+        }
+        _ => {
+            let f = Flags::parse(args.into_iter(), &[])?;
+            f.only(&["--db", "--scope"])?;
+            if let Some(w) = f.words.first() {
+                return Err(format!("unknown argument {w:?}"));
+            }
+            let db = f.db()?;
+            let scope = match f.one("--scope")? {
+                None => "default".to_string(),
+                Some(s) if s.is_empty() => return Err("--scope must not be empty".into()),
+                Some(s) => s,
+            };
+            Ok(Cli::Stdio { db, scope })
+        }
+    }
+}
+
+async fn serve_stdio(db: PathBuf, scope: String) -> Result<(), String> {
+    let db = db::Db::open(&db)?;
+    let server = server::CmpServer::stdio(db, scope);
     let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
     running.waiting().await.map_err(|e| e.to_string())?;
     Ok(())
 }
 
+/// A plain connection for the token commands, with the cmp schema applied.
+fn open_plain(path: &PathBuf) -> Result<rusqlite::Connection, String> {
+    let conn = rusqlite::Connection::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(|e| e.to_string())?;
+    cmp::register(&conn).map_err(|e| e.to_string())?;
+    conn.query_row("SELECT cmp_init()", [], |_| Ok(())).map_err(|e| e.to_string())?;
+    Ok(conn)
+}
+
+fn run_token(cli: Cli) -> Result<(), String> {
+    match cli {
+        Cli::TokenCreate { db, scope, read_only, label } => {
+            let conn = open_plain(&db)?;
+            let (id, token) = tokens::create(&conn, &scope, read_only, label.as_deref())?;
+            eprintln!(
+                "cmp-mcp: created token {id} for scope {scope:?} ({}); it is shown once, only its hash is stored",
+                if read_only { "read-only" } else { "read-write" }
+            );
+            println!("{token}");
+            Ok(())
+        }
+        Cli::TokenList { db } => {
+            let conn = open_plain(&db)?;
+            println!("id\tscope\taccess\tcreated_at\trevoked_at\tlabel");
+            for t in tokens::list(&conn)? {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    t.id,
+                    t.scope,
+                    if t.read_only { "read-only" } else { "read-write" },
+                    t.created_at,
+                    t.revoked_at.as_deref().unwrap_or("-"),
+                    t.label.as_deref().unwrap_or("")
+                );
+            }
+            Ok(())
+        }
+        Cli::TokenRevoke { db, id } => {
+            let conn = open_plain(&db)?;
+            if tokens::revoke(&conn, &id)? {
+                eprintln!("cmp-mcp: revoked token {}", id.split('_').nth(1).unwrap_or(&id));
+                Ok(())
+            } else {
+                Err("token revoke: no live token with that id".into())
+            }
+        }
+        _ => Err("not a token command".into()),
+    }
+}
+
+fn block_on(
+    multi_thread: bool,
+    blocking: usize,
+    fut: impl std::future::Future<Output = Result<(), String>>,
+) -> Result<(), String> {
+    let mut b = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = b
+        .enable_all()
+        .max_blocking_threads(blocking)
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(fut)
+}
+
 fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
-        Ok(Cli::Serve(a)) => a,
+    let cli = match parse_args(std::env::args().skip(1)) {
         Ok(Cli::Help) => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -77,19 +324,21 @@ fn main() -> ExitCode {
             println!("cmp-mcp {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
+        Ok(c) => c,
         Err(e) => {
             eprintln!("cmp-mcp: {e}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("cmp-mcp: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+    let outcome = match cli {
+        Cli::Stdio { db, scope } => block_on(false, 512, serve_stdio(db, scope)),
+        Cli::Serve { db, listen, max_body_bytes, max_text_bytes, max_concurrent, timeout, allowed_hosts } => {
+            let cfg = http::Config { listen, max_body_bytes, max_text_bytes, max_concurrent, timeout, allowed_hosts };
+            block_on(true, max_concurrent + 8, async move { http::serve(db::Db::open(&db)?, cfg).await })
         }
+        token => run_token(token),
     };
-    match runtime.block_on(serve(args)) {
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cmp-mcp: {e}");
@@ -108,14 +357,47 @@ mod tests {
 
     #[test]
     fn command_line() {
-        let serve = |db: &str, scope: &str| Ok(Cli::Serve(Args { db: db.into(), scope: scope.into() }));
-        assert_eq!(parse(&["--db", "m.db"]), serve("m.db", "default"));
-        assert_eq!(parse(&["--db=m.db", "--scope", "work"]), serve("m.db", "work"));
-        assert_eq!(parse(&["--scope=work", "--db", "m.db"]), serve("m.db", "work"));
+        let stdio = |db: &str, scope: &str| Ok(Cli::Stdio { db: db.into(), scope: scope.into() });
+        assert_eq!(parse(&["--db", "m.db"]), stdio("m.db", "default"));
+        assert_eq!(parse(&["--db=m.db", "--scope", "work"]), stdio("m.db", "work"));
+        assert_eq!(parse(&["--scope=work", "--db", "m.db"]), stdio("m.db", "work"));
         assert_eq!(parse(&["--help"]), Ok(Cli::Help));
         assert!(parse(&[]).unwrap_err().contains("--db"));
         assert!(parse(&["--db"]).unwrap_err().contains("needs a value"));
         assert!(parse(&["--db", "m.db", "--scope="]).unwrap_err().contains("empty"));
         assert!(parse(&["--db", "m.db", "--verbose"]).unwrap_err().contains("--verbose"));
+    }
+
+    #[test]
+    fn serve_and_token_command_lines() {
+        match parse(&["serve", "--db", "m.db", "--listen", "127.0.0.1:0", "--max-concurrent=4"]) {
+            Ok(Cli::Serve { listen, max_concurrent, max_body_bytes, timeout, .. }) => {
+                assert_eq!(listen.to_string(), "127.0.0.1:0");
+                assert_eq!(max_concurrent, 4);
+                assert_eq!(max_body_bytes, http::DEFAULT_MAX_BODY_BYTES);
+                assert_eq!(timeout, http::DEFAULT_TIMEOUT);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["serve", "--db", "m.db"]).unwrap_err().contains("--listen"));
+        assert!(parse(&["serve", "--db", "m.db", "--listen", "localhost"]).unwrap_err().contains("--listen"));
+        assert!(parse(&["serve", "--db", "m.db", "--listen", "127.0.0.1:1", "--scope", "x"])
+            .unwrap_err()
+            .contains("--scope"));
+        assert!(parse(&["serve", "--db", "m.db", "--listen", "127.0.0.1:1", "--timeout-secs", "0"])
+            .unwrap_err()
+            .contains("positive"));
+        assert_eq!(
+            parse(&["token", "create", "--db", "m.db", "--scope", "work", "--read-only"]),
+            Ok(Cli::TokenCreate { db: "m.db".into(), scope: "work".into(), read_only: true, label: None })
+        );
+        assert!(parse(&["token", "create", "--db", "m.db"]).unwrap_err().contains("--scope"));
+        assert_eq!(parse(&["token", "list", "--db", "m.db"]), Ok(Cli::TokenList { db: "m.db".into() }));
+        assert_eq!(
+            parse(&["token", "revoke", "--db", "m.db", "abc"]),
+            Ok(Cli::TokenRevoke { db: "m.db".into(), id: "abc".into() })
+        );
+        assert!(parse(&["token", "revoke", "--db", "m.db"]).unwrap_err().contains("exactly one"));
+        assert!(parse(&["token", "mint"]).unwrap_err().contains("unknown subcommand"));
     }
 }

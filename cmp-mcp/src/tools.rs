@@ -1,21 +1,104 @@
 //! The six MCP tools: their schemas and descriptions (what a model reads), and their bodies, each a
 //! thin call of one cmp SQL function on the server's connection. Nothing here re-implements the
 //! protocol: validation, packing, sessions and cursors all stay in the extension, so an MCP client
-//! gets exactly the results (and exactly the error messages) that SQL callers get.
+//! gets exactly the results (and exactly the error messages) that SQL callers get. [`run`] is the one
+//! entry point: the MCP server (stdio and HTTP) and the plain HTTP routes all call it.
 
+use crate::db::Db;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Map, Value};
+use std::time::Instant;
 
-/// A tool's answer: the text to return, or the message of a tool error (`isError: true`).
-pub type Outcome = Result<String, String>;
+/// Why a call failed; the HTTP routes turn it into a status code, MCP into a tool error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Bad arguments, or an error the cmp function raised (400).
+    Invalid,
+    /// A write with a read-only grant (403).
+    Forbidden,
+    /// No tool of that name (404).
+    UnknownTool,
+    /// An argument longer than the text limit (413).
+    TooLarge,
+    /// The call ran past its deadline (504).
+    Timeout,
+    /// Anything else: the server's own failure (500).
+    Internal,
+}
 
-/// What every call needs besides its arguments.
-pub struct Ctx<'a> {
-    /// Owner namespace every read and write is confined to (`--scope`, default `default`).
-    pub scope: &'a str,
-    /// The CMP session of this MCP connection, used when `get_context` names none.
-    pub session: &'a str,
+/// A failed call: its kind and the message the caller reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    /// What sort of failure.
+    pub kind: Kind,
+    /// The message, word for word as the caller gets it.
+    pub message: String,
+}
+
+impl ToolError {
+    /// An error of `kind`.
+    pub fn new(kind: Kind, message: impl Into<String>) -> ToolError {
+        ToolError { kind, message: message.into() }
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(message: String) -> ToolError {
+        ToolError::new(Kind::Invalid, message)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> ToolError {
+        ToolError::new(Kind::Invalid, message)
+    }
+}
+
+/// A tool's answer: the text to return, or why it failed.
+pub type Outcome = Result<String, ToolError>;
+
+/// Longest string argument an HTTP call takes, in bytes, unless `serve` is told otherwise.
+pub const DEFAULT_MAX_TEXT_BYTES: usize = 16 * 1024;
+
+/// What every call needs besides its arguments: who is calling, and within which limits.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// Owner namespace every read and write is confined to (stdio: `--scope`; HTTP: the token's).
+    pub scope: String,
+    /// The CMP session `get_context` uses when it names none (an MCP connection has one; the plain
+    /// HTTP routes have none).
+    pub session: Option<String>,
+    /// True when `remember` is refused.
+    pub read_only: bool,
+    /// Longest string argument, in bytes.
+    pub max_text_bytes: usize,
+}
+
+/// Runs tool `name` on the server's connection, off the async threads, within `deadline` when one
+/// is given. The one code path of every surface: MCP over stdio, MCP over HTTP and the `/v1` routes.
+pub async fn run(db: &Db, name: &str, args: Map<String, Value>, ctx: Ctx, deadline: Option<Instant>) -> Outcome {
+    if !NAMES.contains(&name) {
+        return Err(ToolError::new(Kind::UnknownTool, format!("unknown tool {name:?} (tools: {})", NAMES.join(", "))));
+    }
+    if name == "remember" && ctx.read_only {
+        return Err(ToolError::new(Kind::Forbidden, "remember: this token is read-only"));
+    }
+    for (key, value) in &args {
+        if let Value::String(s) = value {
+            if s.len() > ctx.max_text_bytes {
+                return Err(ToolError::new(
+                    Kind::TooLarge,
+                    format!("{name}: {key} is {} bytes, more than the limit of {}", s.len(), ctx.max_text_bytes),
+                ));
+            }
+        }
+    }
+    let name = name.to_string();
+    db.call(deadline, move |conn| {
+        call(conn, &name, &args, &ctx).unwrap_or_else(|| Err(format!("unknown tool {name:?}").into()))
+    })
+    .await
 }
 
 /// Results `search` returns at most.
@@ -107,7 +190,8 @@ pub fn defs() -> Vec<Def> {
                     "token_budget": {"type": "integer", "description": "Tokens the pack may use; clamped to [300, the profile's pack budget]. Omit for the profile's own budget."},
                     "session_id": string("A stable id for this conversation: the working_memory delta then reports only memories not sent before. Omit to use this MCP connection's own session."),
                     "format": {"type": "string", "enum": ["smp", "json", "markdown"], "default": "smp", "description": "smp: the self-describing envelope (default); json: the same pack without legend; markdown: readable text for pasting."},
-                    "send": {"type": "string", "enum": ["all", "delta"], "default": "all", "description": "delta: items carry only the memories new to the session (you keep the ones sent before); all: every packed memory (default)."}
+                    "send": {"type": "string", "enum": ["all", "delta"], "default": "all", "description": "delta: items carry only the memories new to the session (you keep the ones sent before); all: every packed memory (default)."},
+                    "audit": {"type": "boolean", "default": false, "description": "true: each item's full provenance (retrievers, matched terms, rank), the full receipt and suggested follow-up calls; costs tokens."}
                 },
                 "required": ["task"],
                 "additionalProperties": false
@@ -201,7 +285,7 @@ pub fn defs() -> Vec<Def> {
 }
 
 /// Runs tool `name`; None when there is no such tool.
-pub fn call(conn: &mut Connection, name: &str, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Option<Outcome> {
+pub fn call(conn: &mut Connection, name: &str, args: &Map<String, Value>, ctx: &Ctx) -> Option<Outcome> {
     Some(match name {
         "get_context" => get_context(conn, args, ctx),
         "query_memory" => query_memory(conn, args, ctx),
@@ -263,28 +347,28 @@ fn req_str<'a>(tool: &str, args: &'a Map<String, Value>, key: &str) -> Result<&'
     }
 }
 
-fn scope_options(ctx: &Ctx<'_>) -> Map<String, Value> {
+fn scope_options(ctx: &Ctx) -> Map<String, Value> {
     let mut o = Map::new();
     o.insert("scope".into(), json!(ctx.scope));
     o
 }
 
 fn text_of(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Outcome {
-    conn.query_row(sql, params, |r| r.get::<_, String>(0)).map_err(|e| e.to_string())
+    Ok(conn.query_row(sql, params, |r| r.get::<_, String>(0)).map_err(|e| e.to_string())?)
 }
 
-fn get_context(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Outcome {
+fn get_context(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcome {
     let tool = "get_context";
-    check_keys(tool, args, &["task", "model", "token_budget", "session_id", "format", "send"])?;
+    check_keys(tool, args, &["task", "model", "token_budget", "session_id", "format", "send", "audit"])?;
     let task = req_str(tool, args, "task")?;
     let model = sql_arg(tool, args, "model")?;
     let budget = sql_arg(tool, args, "token_budget")?;
     let session = match sql_arg(tool, args, "session_id")? {
-        Sql::Null => Sql::Text(ctx.session.to_string()),
+        Sql::Null => ctx.session.clone().map_or(Sql::Null, Sql::Text),
         given => given,
     };
     let mut options = scope_options(ctx);
-    for key in ["format", "send"] {
+    for key in ["format", "send", "audit"] {
         if let Some(v) = args.get(key).filter(|v| !v.is_null()) {
             options.insert(key.into(), v.clone());
         }
@@ -296,7 +380,7 @@ fn get_context(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) 
     )
 }
 
-fn query_memory(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Outcome {
+fn query_memory(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcome {
     let mut mql = args.clone();
     if let Some(c) = args.get("cursor").and_then(Value::as_str) {
         // A cursor carries its own scope, and cmp_query takes it alone; refuse one issued for another
@@ -310,13 +394,14 @@ fn query_memory(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>)
     } else {
         match args.get("scope") {
             None => {}
-            Some(Value::String(s)) if s == ctx.scope => {}
+            Some(Value::String(s)) if *s == ctx.scope => {}
             Some(other) => {
                 return Err(format!(
-                    "query_memory: scope is fixed by the server (--scope {}), got {}",
+                    "query_memory: scope is fixed by the server (this connection's scope is {:?}), got {}",
                     ctx.scope,
                     short(other)
-                ))
+                )
+                .into())
             }
         }
         mql.insert("scope".into(), json!(ctx.scope));
@@ -324,7 +409,7 @@ fn query_memory(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>)
     text_of(conn, "SELECT cmp_query(?1)", [Value::Object(mql).to_string()])
 }
 
-fn expand(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Outcome {
+fn expand(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcome {
     let tool = "expand";
     check_keys(tool, args, &["ref", "direction"])?;
     let r = sql_arg(tool, args, "ref")?;
@@ -339,13 +424,13 @@ fn expand(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Ou
 /// The current time as SQLite writes `captured_at`.
 const NOW_SQL: &str = "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
-fn remember(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Outcome {
+fn remember(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcome {
     let tool = "remember";
     check_keys(tool, args, &["content", "kind", "entities", "source_url", "occurred_at", "supersedes"])?;
     let content = req_str(tool, args, "content")?;
     let kind = opt_str(tool, args, "kind")?.unwrap_or("semantic");
     if !KINDS.contains(&kind) {
-        return Err(format!("{tool}: kind must be one of {}, got {kind:?}", KINDS.join(", ")));
+        return Err(format!("{tool}: kind must be one of {}, got {kind:?}", KINDS.join(", ")).into());
     }
     let entities = match args.get("entities") {
         None | Some(Value::Null) => None,
@@ -355,19 +440,21 @@ fn remember(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> 
                 match v {
                     Value::String(s) if !s.trim().is_empty() => names.push(s.trim().to_string()),
                     other => {
-                        return Err(format!("{tool}: entities[{i}] must be a non-blank string, got {}", short(other)))
+                        return Err(
+                            format!("{tool}: entities[{i}] must be a non-blank string, got {}", short(other)).into()
+                        )
                     }
                 }
             }
             Some(Value::from(names).to_string())
         }
-        Some(other) => return Err(format!("{tool}: entities must be an array of strings, got {}", short(other))),
+        Some(other) => return Err(format!("{tool}: entities must be an array of strings, got {}", short(other)).into()),
     };
     let source_url = opt_str(tool, args, "source_url")?;
     let occurred_at = opt_str(tool, args, "occurred_at")?;
     if let Some(t) = occurred_at {
         if cmp::time::parse(t).is_none() {
-            return Err(format!("{tool}: occurred_at must be an ISO-8601 timestamp, got {t:?}"));
+            return Err(format!("{tool}: occurred_at must be an ISO-8601 timestamp, got {t:?}").into());
         }
     }
     let supersedes = opt_str(tool, args, "supersedes")?;
@@ -385,9 +472,11 @@ fn remember(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> 
             .optional()
             .map_err(|e| format!("{tool}: {e}"))?;
         match head {
-            None => return Err(format!("{tool}: supersedes: no memory {old:?} in this scope")),
+            None => return Err(format!("{tool}: supersedes: no memory {old:?} in this scope").into()),
             Some(Some(by)) => {
-                return Err(format!("{tool}: supersedes: {old} is already superseded by {by}; supersede {by} instead"))
+                return Err(
+                    format!("{tool}: supersedes: {old} is already superseded by {by}; supersede {by} instead").into()
+                )
             }
             Some(None) => {}
         }
@@ -432,7 +521,7 @@ fn url_of(id: &str, source_url: Option<&str>) -> String {
     }
 }
 
-fn search(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Outcome {
+fn search(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcome {
     let tool = "search";
     check_keys(tool, args, &["query"])?;
     let query = req_str(tool, args, "query")?;
@@ -457,7 +546,7 @@ fn search(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Ou
     Ok(json!({ "results": rows }).to_string())
 }
 
-fn fetch(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Outcome {
+fn fetch(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcome {
     let tool = "fetch";
     check_keys(tool, args, &["id"])?;
     let id = req_str(tool, args, "id")?;
@@ -465,7 +554,7 @@ fn fetch(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx<'_>) -> Out
     let out = text_of(conn, "SELECT cmp_expand(?1, 'document', ?2)", params![id, options])?;
     let v: Value = serde_json::from_str(&out).map_err(|e| format!("{tool}: {e}"))?;
     let Some(Value::Object(doc)) = v.get("document").filter(|_| v["found"] == json!(true)) else {
-        return Err(format!("{tool}: no memory {id:?} in this scope"));
+        return Err(format!("{tool}: no memory {id:?} in this scope").into());
     };
     let mut metadata = doc.clone();
     // Memories carry `content`; open tasks carry `title`.

@@ -258,6 +258,7 @@ fn mcp_over_stdio_end_to_end() {
     assert_eq!(held.len(), 1, "one session, the connection's own: {held:?}");
     assert!(held[0].0.starts_with("mcp-"), "{held:?}");
     assert_eq!(held[0].1, 3, "the three calls are its three turns");
+    assert!(turn2["legend"].is_null(), "the session already holds the legend: {}", turn2["legend"]);
     let (new1, new2, new3) = (new_refs(&turn1), new_refs(&turn2), new_refs(&turn3));
     assert!(!new1.is_empty(), "turn 1 announces its pack: {turn1}");
     assert_eq!(new1, item_refs(&turn1), "a fresh session is told about every item");

@@ -43,3 +43,42 @@ fn tool_table_names_every_tool() {
         assert!(README.contains(&format!("| `{t}` |")), "README tool table lacks {t}");
     }
 }
+
+/// The README's ```sh block that starts `cmp-mcp serve`: run as written (on a free port instead of
+/// 8787, with this build's binary on PATH), against a real server.
+#[test]
+fn curl_example_runs() {
+    let block = README
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|b| b.split("\n```").next())
+        .find(|b| b.contains("cmp-mcp serve"))
+        .expect("a sh block that starts cmp-mcp serve");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let script = format!(
+        "set -e\ntrap 'kill $(jobs -p) 2>/dev/null' EXIT\n{}\n",
+        block
+            .replace("8787", &port.to_string())
+            .replace(
+                "sleep 1",
+                "for i in $(seq 50); do curl -sf http://127.0.0.1:PORT/healthz > /dev/null && break; sleep 0.2; done"
+            )
+            .replace("PORT", &port.to_string())
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_cmp-mcp")).parent().expect("bin dir").to_path_buf();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .output()
+        .expect("bash (and curl) are needed for this test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{script}\nstdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("{\"id\":\"mem_") && stdout.contains("\"kind\":\"semantic\""), "remember: {stdout}");
+    let id = stdout.split("{\"id\":\"").nth(1).and_then(|r| r.split('"').next()).expect("id").to_string();
+    assert!(stdout.contains("\"smp\":\"1\"") && stdout.matches(&id).count() >= 3, "the pack cites it: {stdout}");
+    assert!(stdout.contains("\"mode\":\"find\""), "the query: {stdout}");
+}

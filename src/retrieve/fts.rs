@@ -1,6 +1,9 @@
 //! BM25 over the FTS5 index. Task text never reaches FTS5's query parser as syntax: it is cut into
 //! alphanumeric words and each word becomes a quoted string, joined with OR, so quotes, `AND`,
 //! `NEAR`, `*`, parentheses, colons and column filters in a task are plain words.
+//!
+//! Text in scripts written without spaces is searched in the character-pair index
+//! (`cmp_memories_ngram`) with the task's character pairs, quoted the same way.
 
 use super::Query;
 use crate::store::{memory_from_row, Memory, MEMORY_COLS};
@@ -11,8 +14,8 @@ pub fn match_expr(terms: &[String]) -> Option<String> {
     if terms.is_empty() {
         return None;
     }
-    // Terms are alphanumeric words (text::words), so they hold no `"`; quoting makes every one a
-    // literal string to FTS5.
+    // Terms are alphanumeric words (text::words) or pairs of letters and digits (text::gram_terms),
+    // so they hold no `"`; quoting makes every one a literal string to FTS5.
     Some(terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR "))
 }
 
@@ -24,6 +27,27 @@ pub fn sql(eligible: &str) -> String {
          WHERE cmp_memories_fts MATCH :q AND {eligible}
          ORDER BY score, m.rid LIMIT :n"
     )
+}
+
+/// The SQL of the BM25 top-k query over the character-pair index.
+pub fn ngram_sql(eligible: &str) -> String {
+    format!(
+        "SELECT {MEMORY_COLS}, bm25(cmp_memories_ngram) AS score
+         FROM cmp_memories_ngram JOIN cmp_memories AS m ON m.rid = cmp_memories_ngram.rowid
+         WHERE cmp_memories_ngram MATCH :q AND {eligible}
+         ORDER BY score, m.rid LIMIT :n"
+    )
+}
+
+/// Top `limit` memories by BM25 over the character-pair index (best first), visible or not yet
+/// visible.
+pub fn ngram_search(conn: &Connection, q: &Query<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Memory>> {
+    let mut st = conn.prepare_cached(&ngram_sql(q.eligible()))?;
+    let rows = st.query_map(
+        named_params! {":q": expr, ":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64},
+        memory_from_row,
+    )?;
+    rows.collect()
 }
 
 /// Top `limit` memories by BM25 (best first), visible or not yet visible (the caller splits them).

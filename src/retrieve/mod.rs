@@ -36,6 +36,8 @@ pub const VISIBLE: &str = "coalesce(julianday(m.captured_at) <= :h, 1)";
 
 /// Most task terms sent to FTS5.
 pub const MAX_TERMS: usize = 32;
+/// Most character pairs a task sends to the character-pair index.
+pub const MAX_GRAMS: usize = 64;
 /// BM25 candidates read (the benchmark floor reads the same).
 pub const FTS_LIMIT: usize = 200;
 /// User-embedding candidates kept.
@@ -55,6 +57,26 @@ pub const RULES_LIMIT: usize = 20;
 
 /// The retrievers, in the order `why.retrievers` lists them.
 pub const RETRIEVERS: [&str; 6] = ["fts", "vector", "entity", "context", "recency", "constraints"];
+
+/// Weights of the fused rankings in reciprocal rank fusion, in the order fts, vector, entity,
+/// context. A word of the task found in a memory is the strongest evidence there is; the built-in
+/// hashing embedder only re-ranks what was found, so it counts half. Measured on LoCoMo and
+/// realtalk-dev alike (BENCHMARKS.md, "Fusion weights"): with equal weights a memory that matches a
+/// rare word of the task lost to its neighbours, which collect votes from every other ranking.
+pub const FUSION_WEIGHTS: [f64; 4] = [2.0, 0.5, 1.0, 0.5];
+
+/// The fusion weights in force: [`FUSION_WEIGHTS`], or, in a build with the `eval-knobs` feature
+/// (evaluation only), `CMP_W_FTS`, `CMP_W_VEC`, `CMP_W_ENT`, `CMP_W_CTX` from the environment.
+fn fusion_weights() -> [f64; 4] {
+    #[cfg(feature = "eval-knobs")]
+    {
+        let w = |k: &str, d: f64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+        let d = FUSION_WEIGHTS;
+        [w("CMP_W_FTS", d[0]), w("CMP_W_VEC", d[1]), w("CMP_W_ENT", d[2]), w("CMP_W_CTX", d[3])]
+    }
+    #[cfg(not(feature = "eval-knobs"))]
+    FUSION_WEIGHTS
+}
 
 /// What to retrieve.
 #[derive(Debug, Clone)]
@@ -225,6 +247,7 @@ fn recency_key(m: &Memory) -> &str {
 pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieval> {
     let sql_err = |e| CmpError::sql(func, e);
     let words = text::query_terms(q.task, MAX_TERMS);
+    let grams = text::task_gram_terms(q.task, MAX_GRAMS);
     let terms: Vec<String> = {
         let mut t: Vec<String> = Vec::new();
         for w in &words {
@@ -233,35 +256,72 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
                 t.push(s);
             }
         }
+        // Pairs of spaceless scripts are terms as they are (never stemmed).
+        for w in text::spaceless_terms(q.task, MAX_TERMS) {
+            if !t.contains(&w) {
+                t.push(w);
+            }
+        }
         t
     };
     let mut pool =
         Pool { mems: Vec::new(), by_rid: HashMap::new(), analysed: Vec::new(), cos: Vec::new(), stems: HashMap::new() };
     let mut out = Retrieval { terms: terms.clone(), ..Default::default() };
 
-    // fts
-    let mut fts_rank = Vec::new();
-    if let Some(expr) = fts::match_expr(&words) {
-        for m in fts::search(conn, q, &expr, FTS_LIMIT).map_err(sql_err)? {
+    // fts: the word index, and the character-pair index for text in scripts written without
+    // spaces; when both find something for a task in such a script, their rankings are fused.
+    let lexical = |found: Vec<Memory>, pool: &mut Pool, out: &mut Retrieval| {
+        let mut rank = Vec::new();
+        for m in found {
             if visible(&m, q.horizon) {
-                fts_rank.push(pool.add(m));
-            } else {
+                rank.push(pool.add(m));
+            } else if !pool.by_rid.contains_key(&m.rid) {
                 out.pending += 1;
             }
         }
-    }
+        rank
+    };
+    let word_rank = match fts::match_expr(&words) {
+        Some(expr) => lexical(fts::search(conn, q, &expr, FTS_LIMIT).map_err(sql_err)?, &mut pool, &mut out),
+        None => Vec::new(),
+    };
+    let gram_rank = match fts::match_expr(&grams) {
+        Some(expr) => lexical(fts::ngram_search(conn, q, &expr, FTS_LIMIT).map_err(sql_err)?, &mut pool, &mut out),
+        None => Vec::new(),
+    };
+    let fts_rank: Vec<usize> = if gram_rank.is_empty() {
+        word_rank
+    } else if word_rank.is_empty() {
+        gram_rank
+    } else if !text::has_spaceless(q.task) {
+        // A task in a space-separated script searches the pairs only for its words glued to text of
+        // a spaceless script: those matches follow the word index's.
+        let mut r = word_rank;
+        for i in gram_rank {
+            if !r.contains(&i) {
+                r.push(i);
+            }
+        }
+        r.truncate(FTS_LIMIT);
+        r
+    } else {
+        let fused = fuse::rrf(&[&word_rank, &gram_rank], |i| pool.mems[i].id.clone());
+        fused.into_iter().map(|f| f.item).take(FTS_LIMIT).collect()
+    };
 
     // context: the memories recorded right around the strongest matches. A memory rarely stands
     // alone: the message before a match often asks the question it answers, the one after often
     // completes it. Fused as one more ranking (in the order of their anchors).
+    // The anchors themselves get no vote here: they already matched, and in a conversation every
+    // strong match is some other match's neighbour, so counting that would outvote the text.
     let mut context_rank = Vec::new();
     {
         let anchors: Vec<usize> = fts_rank.iter().copied().take(CONTEXT_ANCHORS).collect();
-        for a in anchors {
+        for &a in &anchors {
             let m = pool.mems[a].clone();
             for n in recency::around(conn, q, &m, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS).map_err(sql_err)? {
                 let i = pool.add(n);
-                if !context_rank.contains(&i) {
+                if !context_rank.contains(&i) && !anchors.contains(&i) {
                     context_rank.push(i);
                 }
             }
@@ -360,8 +420,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
-    let w = |k: &str, d: f64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-    let weights = [w("CMP_W_FTS", 1.0), w("CMP_W_VEC", 1.0), w("CMP_W_ENT", 1.0), w("CMP_W_CTX", 1.0)];
+    let weights = fusion_weights();
     let fused = fuse::rrf_weighted(&[&fts_rank, &vector_rank, &entity_rank, &context_rank], &weights, |i| {
         pool.mems[i].id.clone()
     });

@@ -30,7 +30,8 @@ pub fn embed_analysed(words: &[(String, String)]) -> Vec<f32> {
     };
     let mut padded: Vec<u8> = Vec::new();
     for (st, w) in words {
-        if text::is_stopword(w) {
+        // A pair of a spaceless script that holds a function character (的, 是, の…) is a stopword too.
+        if text::is_stopword(w) || (text::has_spaceless(w) && text::is_stop_pair(w)) {
             continue;
         }
         add(st.as_bytes(), 1.0);

@@ -281,6 +281,14 @@ pub fn assert_consistent(conn: &Connection) {
     // form above only checks the index's internal structure.
     conn.execute("INSERT INTO cmp_memories_fts(cmp_memories_fts, rank) VALUES('integrity-check', 1)", [])
         .expect("FTS5 index differs from cmp_memories_indexable");
+    // The character-pair index (schema 3 on; a database of an older schema has none).
+    let has_ngram: bool = conn
+        .query_row("SELECT count(*) > 0 FROM sqlite_master WHERE name = 'cmp_memories_ngram'", [], |r| r.get(0))
+        .expect("look up cmp_memories_ngram");
+    if has_ngram {
+        conn.execute("INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rank) VALUES('integrity-check', 1)", [])
+            .expect("character-pair index differs from cmp_memories_grams");
+    }
     let expected = links(
         conn,
         "SELECT DISTINCT lower(trim(j.value)), m.rid

@@ -1,0 +1,451 @@
+//! The HTTP surface over real HTTP on 127.0.0.1: every route and tool, MCP over Streamable HTTP, the
+//! token rules (none, wrong, revoked, read-only write, another scope), malformed and oversized
+//! requests, the in-flight bound and the time limit.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// The text of any response may not mention the other scope's memories: content, ids or anything.
+fn assert_no_finance(what: &str, body: &str, finance: &[String]) {
+    assert!(!body.contains("FINANCE-SECRET"), "{what} leaks finance content: {body}");
+    for id in finance {
+        assert!(!body.contains(id.as_str()), "{what} leaks finance id {id}: {body}");
+    }
+}
+
+#[test]
+fn routes_tools_and_sessions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("memory.db");
+    let (ids, _) = seed(&db);
+    let rule = &ids[0];
+    let tok = token(&db, "default", false);
+    let server = Server::start(&db, &[]);
+    let a = server.addr;
+
+    // Health needs no token and says nothing else.
+    let h = request(a, "GET", "/healthz", &[], None);
+    assert_eq!((h.status, h.body.as_str()), (200, "ok"));
+
+    // GET /v1/context: the SMP envelope, no session unless asked.
+    let task = enc("Plan the Atlas launch");
+    let r = get(a, &format!("/v1/context?task={task}&model=claude&token_budget=4000&format=smp"), &tok);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let env = r.json();
+    assert_eq!(env["smp"], "1");
+    assert_eq!(env["model"], "claude");
+    assert!(env["working_memory"].is_null(), "no session_id, no delta: {}", env["working_memory"]);
+    assert!(r.body.contains(rule.as_str()), "the constraint is packed");
+
+    // session_id opts into the delta channel: the repeat announces nothing new.
+    let with_session = format!("/v1/context?task={task}&session_id=chat-42");
+    let first = get(a, &with_session, &tok).json();
+    assert!(!first["working_memory"]["new"].as_array().expect("new").is_empty(), "{first}");
+    assert!(first["working_memory"].is_object(), "{first}");
+    let again = get(a, &with_session, &tok).json();
+    assert_eq!(again["working_memory"]["new"], json!([]), "{again}");
+
+    // POST /v1/context with a JSON body; markdown comes back as markdown.
+    let r =
+        post(a, "/v1/context", &tok, &json!({"task": "Plan the Atlas launch", "format": "markdown", "model": "gpt"}));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("content-type").is_some_and(|c| c.starts_with("text/markdown")), "{r:?}");
+    assert!(r.body.contains(rule.as_str()) && serde_json::from_str::<Value>(&r.body).is_err());
+    let json_fmt = post(a, "/v1/context?format=json", &tok, &json!({"task": "Dana"}));
+    assert_eq!(json_fmt.status, 200, "{json_fmt:?}");
+    json_fmt.json();
+
+    // GET /v1/expand and POST /v1/query.
+    let doc = get(a, &format!("/v1/expand?ref={rule}"), &tok).json();
+    assert_eq!(doc["found"], true, "{doc}");
+    assert!(doc["document"]["content"].as_str().is_some_and(|c| c.contains("Friday")));
+    let q = post(a, "/v1/query", &tok, &json!({"find": "Atlas launch", "k": 3}));
+    assert_eq!(q.status, 200, "{q:?}");
+    assert_eq!(q.json()["count"], 3);
+    let next = post(a, "/v1/query", &tok, &json!({"cursor": q.json()["cursor"]}));
+    assert_eq!(next.json()["offset"], 3, "{next:?}");
+
+    // POST /v1/tools/call: every tool.
+    let call = |name: &str, args: Value| post(a, "/v1/tools/call", &tok, &json!({"name": name, "arguments": args}));
+    assert_eq!(call("get_context", json!({"task": "Atlas"})).json()["smp"], "1");
+    assert_eq!(call("query_memory", json!({"ask": "Atlas deployment", "layers": ["negative"]})).json()["count"], 1);
+    assert_eq!(call("expand", json!({"ref": rule, "direction": "neighbors"})).status, 200);
+    let hits = call("search", json!({"query": "Dana mobile"})).json();
+    assert_eq!(hits["results"][0]["id"], ids[2], "{hits}");
+    let fetched = call("fetch", json!({"id": ids[2]})).json();
+    assert_eq!(fetched["text"], "Dana leads the Atlas mobile workstream.");
+    let stored =
+        call("remember", json!({"content": "Atlas moved to 8 July 2026.", "kind": "decision", "supersedes": ids[1]}));
+    assert_eq!(stored.status, 200, "{stored:?}");
+    let new_id = stored.json()["id"].as_str().expect("id").to_string();
+    let (scope, superseded_by): (String, String) = open(&db)
+        .query_row(
+            "SELECT n.scope, o.superseded_by FROM cmp_memories n, cmp_memories o WHERE n.id = ?1 AND o.id = ?2",
+            [&new_id, &ids[1]],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("stored");
+    assert_eq!((scope.as_str(), superseded_by.as_str()), ("default", new_id.as_str()));
+
+    // Errors keep the cmp function's own words, with a status code.
+    let bad = call("query_memory", json!({"find": "Atlas", "min_relevance": 2.5}));
+    assert_eq!((bad.status, bad.error().as_str()), (400, "cmp_query: min_relevance must be within [0, 1], got 2.5"));
+    let unknown = call("forget", json!({}));
+    assert_eq!(unknown.status, 404, "{unknown:?}");
+    assert!(unknown.error().contains("unknown tool \"forget\""));
+
+    // MCP over Streamable HTTP: handshake, tools, and the session mapping (no session_id needed).
+    let mut m = Mcp::new(a, &tok);
+    let init = m.initialize();
+    assert_eq!(init["result"]["serverInfo"]["name"], "cmp-mcp", "{init}");
+    let list = m.request("tools/list", json!({}));
+    let names: Vec<&str> =
+        list["result"]["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["get_context", "query_memory", "expand", "remember", "search", "fetch"]);
+    let t1 = m.ok("get_context", json!({"task": "Plan the Atlas launch", "token_budget": 4000, "audit": true}));
+    let session = t1["receipt"]["session_id"].as_str().expect("session").to_string();
+    assert!(session.starts_with("mcp-"), "{session}");
+    let t2 = m.ok("get_context", json!({"task": "Plan the Atlas launch", "token_budget": 4000, "audit": true}));
+    assert_eq!(t2["receipt"]["session_id"], session.as_str(), "one MCP session, one CMP session");
+    assert_eq!(t2["working_memory"]["new"], json!([]), "{t2}");
+    assert!(!m.ok("query_memory", json!({"find": "Atlas"}))["items"].as_array().expect("items").is_empty());
+    assert_eq!(m.ok("expand", json!({"ref": rule}))["found"], true);
+    assert!(!m.ok("search", json!({"query": "Atlas"}))["results"].as_array().expect("results").is_empty());
+    assert_eq!(m.ok("fetch", json!({"id": rule}))["id"], rule.as_str());
+    assert!(m.ok("remember", json!({"content": "Dana moved to the web workstream."}))["id"].is_string());
+    let (err, msg) = m.call("query_memory", json!({"find": "Atlas", "min_relevance": 2.5}));
+    assert!(err && msg == "cmp_query: min_relevance must be within [0, 1], got 2.5", "{msg}");
+    let unknown = m.request("tools/call", json!({"name": "forget", "arguments": {}}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // A second MCP connection is a second CMP session.
+    let mut m2 = Mcp::new(a, &tok);
+    m2.initialize();
+    let other = m2.ok("get_context", json!({"task": "Plan the Atlas launch", "token_budget": 4000, "audit": true}));
+    assert_ne!(other["receipt"]["session_id"], session.as_str());
+    assert!(!other["working_memory"]["new"].as_array().expect("new").is_empty());
+
+    // The token never shows up in anything the server printed.
+    assert!(!server.log().contains(&tok[5..]), "token logged");
+    assert_eq!(integrity(&db), "ok");
+}
+
+#[test]
+fn token_rules() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("memory.db");
+    let (ids, finance) = seed(&db);
+    let rw = token(&db, "default", false);
+    let ro = token(&db, "default", true);
+    let fin = token(&db, "finance", false);
+    let revoked = token(&db, "default", false);
+    let server = Server::start(&db, &[]);
+    let a = server.addr;
+    let ctx = format!("/v1/context?task={}", enc("What is the Atlas budget?"));
+
+    // No token, a wrong token, a malformed header, a token of the wrong shape: 401, nothing else.
+    let none = request(a, "GET", &ctx, &[], None);
+    assert_eq!(none.status, 401);
+    assert_eq!(none.header("www-authenticate"), Some("Bearer"));
+    let wrong_secret = format!("{}{}", &rw[..rw.len() - 4], if rw.ends_with("0000") { "1111" } else { "0000" });
+    for bad in [wrong_secret.as_str(), "cmpt_nope", "", "Basic abc"] {
+        let r = request(a, "GET", &ctx, &[("Authorization", &bearer(bad))], None);
+        assert_eq!(r.status, 401, "{bad:?}: {r:?}");
+        assert_no_finance("a 401", &r.body, &finance);
+    }
+    let basic = request(a, "GET", &ctx, &[("Authorization", "Basic dXNlcjpwYXNz")], None);
+    assert_eq!(basic.status, 401);
+    let mcp_none = request(a, "POST", "/mcp", &[("Content-Type", "application/json")], Some(b"{}"));
+    assert_eq!(mcp_none.status, 401, "{mcp_none:?}");
+
+    // Revoked (by the CLI, while the server runs): 401 from the next request on.
+    assert_eq!(get(a, &ctx, &revoked).status, 200);
+    let listed = token_cmd(&db, &["list"]);
+    assert!(!listed.contains(&revoked[18..]), "token list must not show a secret: {listed}");
+    token_cmd(&db, &["revoke", &revoked]);
+    assert_eq!(get(a, &ctx, &revoked).status, 401);
+    assert!(token_cmd(&db, &["list"]).lines().filter(|l| l.contains("read-write")).any(|l| !l.contains("\t-\t")));
+
+    // Read-only: reads work; every way to write is a 403, and nothing is written.
+    let count =
+        || -> i64 { open(&db).query_row("SELECT count(*) FROM cmp_memories", [], |r| r.get(0)).expect("count") };
+    let before = count();
+    assert_eq!(get(a, &ctx, &ro).status, 200);
+    let w = post(a, "/v1/tools/call", &ro, &json!({"name": "remember", "arguments": {"content": "ro write"}}));
+    assert_eq!((w.status, w.error().as_str()), (403, "remember: this token is read-only"));
+    let mut m = Mcp::new(a, &ro);
+    m.initialize();
+    let names: Vec<String> = m.request("tools/list", json!({}))["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect();
+    assert!(!names.contains(&"remember".to_string()), "{names:?}");
+    let id = 99;
+    let w = m.post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "remember", "arguments": {"content": "ro write"}}}));
+    assert_eq!(w.status, 403, "{w:?}");
+    let batch = m.post(&json!([{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "remember", "arguments": {"content": "x"}}}]));
+    assert_eq!(batch.status, 403, "{batch:?}");
+    assert_eq!(count(), before);
+
+    // An MCP session belongs to the token that opened it: another token can neither call tools in it,
+    // nor open its event stream, nor end it.
+    let mut hijack = Mcp::new(a, &rw);
+    hijack.session = m.session.clone();
+    let r = hijack.post(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "get_context", "arguments": {"task": "Atlas"}}}));
+    assert_eq!((r.status, r.error().as_str()), (403, "this MCP session was opened with another token"));
+    let sid = m.session.clone().expect("session id");
+    let rw_auth = bearer(&rw);
+    let other =
+        [("Authorization", rw_auth.as_str()), ("Mcp-Session-Id", sid.as_str()), ("Accept", "text/event-stream")];
+    assert_eq!(request(a, "GET", "/mcp", &other, None).status, 403);
+    assert_eq!(request(a, "DELETE", "/mcp", &other, None).status, 403);
+    let still = m.request("tools/list", json!({}));
+    assert!(still["result"]["tools"].is_array(), "the session survived: {still}");
+    let ro_auth = bearer(&ro);
+    let owner = [("Authorization", ro_auth.as_str()), ("Mcp-Session-Id", sid.as_str())];
+    assert_eq!(request(a, "DELETE", "/mcp", &owner, None).status, 204, "its own token ends it");
+
+    // Scope: the default token never sees finance content, ids or counts, whatever it asks.
+    let default_views = [
+        get(a, &ctx, &rw),
+        get(a, &format!("{ctx}&scope=finance"), &rw),
+        post(a, "/v1/context", &rw, &json!({"task": "Atlas budget Omar costs", "scope": "finance"})),
+        post(a, "/v1/query", &rw, &json!({"find": "budget", "scope": "finance"})),
+        post(a, "/v1/query", &rw, &json!({"find": "Atlas budget costs Omar"})),
+        get(a, &format!("/v1/expand?ref={}&direction=neighbors", ids[0]), &rw),
+        post(a, "/v1/tools/call", &rw, &json!({"name": "search", "arguments": {"query": "budget Omar costs"}})),
+    ];
+    for (i, r) in default_views.iter().enumerate() {
+        assert_no_finance(&format!("default view {i}"), &r.body, &finance);
+    }
+    assert_eq!(default_views[1].status, 400, "a scope parameter is refused: {:?}", default_views[1]);
+    assert!(default_views[1].error().contains("unknown argument \"scope\""));
+    assert_eq!(default_views[2].status, 400);
+    assert_eq!(default_views[3].status, 400);
+    assert!(default_views[3].error().contains("scope is fixed"));
+    // Counts: the query's coverage is exactly what the same query in scope default gives in SQL.
+    let own: Value = serde_json::from_str(
+        &open(&db)
+            .query_row(
+                "SELECT cmp_query(?1)",
+                [json!({"find": "Atlas budget costs Omar", "scope": "default"}).to_string()],
+                |r| r.get::<_, String>(0),
+            )
+            .expect("own query"),
+    )
+    .expect("json");
+    assert_eq!(default_views[4].json()["coverage"], own["coverage"]);
+    // A finance id named directly: answered exactly as an id that does not exist at all.
+    let ghost = "mem_000000000000";
+    let by_id = |id: &str| {
+        [
+            get(a, &format!("/v1/expand?ref={id}"), &rw),
+            post(a, "/v1/tools/call", &rw, &json!({"name": "fetch", "arguments": {"id": id}})),
+            post(
+                a,
+                "/v1/tools/call",
+                &rw,
+                &json!({"name": "remember", "arguments": {"content": "y", "supersedes": id}}),
+            ),
+        ]
+        .map(|r| (r.status, r.body.replace(id, "ID")))
+    };
+    let (secret, none) = (by_id(&finance[0]), by_id(ghost));
+    assert_eq!(secret, none);
+    for (_, body) in &secret {
+        assert!(!body.contains("FINANCE-SECRET"), "{body}");
+    }
+    assert_eq!(secret[0].0, 200);
+    assert_eq!((secret[1].0, secret[2].0), (400, 400));
+    // Over MCP as well.
+    let mut md = Mcp::new(a, &rw);
+    md.initialize();
+    for (tool, args) in [
+        ("get_context", json!({"task": "What is the Atlas budget? Omar costs"})),
+        ("query_memory", json!({"find": "budget Omar"})),
+        ("search", json!({"query": "budget Omar"})),
+    ] {
+        let (_, text) = md.call(tool, args);
+        assert_no_finance(tool, &text, &finance);
+    }
+    for (tool, key) in [("fetch", "id"), ("expand", "ref")] {
+        let (secret, none) = (md.call(tool, json!({key: finance[1]})), md.call(tool, json!({key: "mem_000000000000"})));
+        assert_eq!(secret.0, none.0);
+        assert_eq!(secret.1.replace(finance[1].as_str(), "ID"), none.1.replace("mem_000000000000", "ID"));
+    }
+
+    // The finance token sees finance, and writes there.
+    let f = get(a, &ctx, &fin);
+    assert!(f.body.contains("FINANCE-SECRET"), "{f:?}");
+    assert!(!f.body.contains(ids[0].as_str()), "finance sees no default ids");
+    let w = post(a, "/v1/tools/call", &fin, &json!({"name": "remember", "arguments": {"content": "Finance note."}}));
+    let wid = w.json()["id"].as_str().expect("id").to_string();
+    let scope: String =
+        open(&db).query_row("SELECT scope FROM cmp_memories WHERE id = ?1", [&wid], |r| r.get(0)).expect("scope");
+    assert_eq!(scope, "finance");
+
+    for t in [&rw, &ro, &fin, &revoked] {
+        assert!(!server.log().contains(&t[18..]), "a token secret was logged");
+    }
+}
+
+#[test]
+fn malformed_oversized_busy_and_slow_requests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("memory.db");
+    seed(&db);
+    let tok = token(&db, "default", false);
+    let mut server = Server::start(
+        &db,
+        &["--max-body-bytes", "4096", "--max-text-bytes", "512", "--max-concurrent", "2", "--timeout-secs", "2"],
+    );
+    let a = server.addr;
+    let auth = bearer(&tok);
+    let raw_post = |path: &str, body: &[u8]| {
+        request(a, "POST", path, &[("Authorization", &auth), ("Content-Type", "application/json")], Some(body))
+    };
+
+    let r = raw_post("/v1/context", b"{not json");
+    assert_eq!(r.status, 400);
+    assert!(r.error().starts_with("/v1/context: the body is not valid JSON"), "{r:?}");
+    let r = raw_post("/v1/context", b"[1, 2]");
+    assert_eq!((r.status, r.error().as_str()), (400, "/v1/context: the body must be a JSON object, got an array"));
+    let r = raw_post("/v1/query", b"");
+    assert_eq!(r.status, 400);
+    let r = raw_post("/v1/tools/call", br#"{"name": 5}"#);
+    assert_eq!((r.status, r.error().as_str()), (400, "/v1/tools/call: name must be a string, got a number"));
+    let r = raw_post("/v1/tools/call", br#"{"name": "search", "arguments": {"query": "x"}, "extra": 1}"#);
+    assert_eq!(r.status, 400);
+    let r = get(a, "/v1/context", &tok);
+    assert_eq!((r.status, r.error().as_str()), (400, "get_context: task is required"));
+    let r = get(a, "/v1/context?task=a&task=b", &tok);
+    assert_eq!((r.status, r.error().as_str()), (400, "/v1/context: parameter \"task\" is given twice"));
+    let r = get(a, "/v1/context?task=x&token_budget=lots", &tok);
+    assert_eq!(r.status, 400);
+    assert!(r.error().starts_with("cmp_context: "), "{r:?}");
+    let r = get(a, "/v1/nothing", &tok);
+    assert_eq!(r.status, 404);
+    let r = get(a, "/v1/query", &tok);
+    assert_eq!(r.status, 405, "{r:?}");
+    let r = request(
+        a,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        Some(b"{oops"),
+    );
+    assert!((400..500).contains(&r.status), "{r:?}");
+
+    // Oversized: a body past --max-body-bytes (413), a task past --max-text-bytes (413).
+    let big = json!({"task": "x".repeat(8000)}).to_string();
+    let r = raw_post("/v1/context", big.as_bytes());
+    assert_eq!((r.status, r.error().as_str()), (413, "request body is larger than the limit of 4096 bytes"));
+    let r = request(
+        a,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        Some(big.as_bytes()),
+    );
+    assert_eq!(r.status, 413, "{r:?}");
+    let r = get(a, &format!("/v1/context?task={}", "y".repeat(600)), &tok);
+    assert_eq!((r.status, r.error().as_str()), (413, "get_context: task is 600 bytes, more than the limit of 512"));
+    let mut m = Mcp::new(a, &tok);
+    m.initialize();
+    let (err, text) = m.call("search", json!({"query": "z".repeat(600)}));
+    assert!(err && text == "search: query is 600 bytes, more than the limit of 512", "{text}");
+
+    // Slow: a request whose body never arrives is cut at the time limit (504), not held forever.
+    let started = Instant::now();
+    let mut slow = TcpStream::connect(a).expect("connect");
+    write!(
+        slow,
+        "POST /v1/context HTTP/1.1\r\nHost: {a}\r\nAuthorization: {auth}\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{{"
+    )
+    .expect("write");
+    let mut raw = Vec::new();
+    slow.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let _ = std::io::Read::read_to_end(&mut slow, &mut raw);
+    let r = parse(&raw);
+    assert_eq!((r.status, r.error().as_str()), (504, "request took longer than the 2 s limit"));
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // Busy: with --max-concurrent 2, two stalled requests fill the server; the third is a 503 at once.
+    let stall = || {
+        let mut s = TcpStream::connect(a).expect("connect");
+        write!(s, "POST /v1/query HTTP/1.1\r\nHost: {a}\r\nAuthorization: {auth}\r\nContent-Length: 50\r\n\r\n{{")
+            .expect("write");
+        s
+    };
+    let (s1, s2) = (stall(), stall());
+    std::thread::sleep(Duration::from_millis(300));
+    let r = get(a, "/v1/context?task=Atlas", &tok);
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(r.error().starts_with("server busy: 2 requests already in flight"), "{r:?}");
+    drop((s1, s2));
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(get(a, "/v1/context?task=Atlas", &tok).status, 200, "slots come back");
+
+    assert!(server.alive(), "the server survived every bad request");
+    assert_eq!(integrity(&db), "ok");
+}
+
+#[test]
+fn refuses_a_public_address_without_tokens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("memory.db");
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--listen", "0.0.0.0:0", "--db"])
+        .arg(&db)
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refusing to listen on 0.0.0.0:0") && err.contains("token create"), "{err}");
+}
+
+#[test]
+fn mcp_checks_the_host_header() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("memory.db");
+    let tok = token(&db, "default", false);
+    let server = Server::start(&db, &["--allowed-host", "memory.example.com"]);
+    let auth = bearer(&tok);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    .to_string();
+    let raw = |host: &str| {
+        use std::io::Read;
+        let mut s = TcpStream::connect(server.addr).expect("connect");
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{init}",
+            init.len()
+        )
+        .expect("write");
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        parse(&out)
+    };
+    assert_eq!(raw("memory.example.com").status, 200, "an allowed host");
+    assert_eq!(raw(&server.addr.to_string()).status, 200, "loopback");
+    let evil = raw("evil.example.com");
+    assert!((400..500).contains(&evil.status), "a rebinding host is refused: {evil:?}");
+}
