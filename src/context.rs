@@ -142,8 +142,11 @@ pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
         q.recency_limit = RECALL_RECENCY;
     }
     let r = retrieve::retrieve(conn, req.func, &q)?;
+    let t = crate::timing::phase("open tasks");
     let mut items: Vec<Item> = r.candidates.into_iter().map(|c| item_from_candidate(c, o.now)).collect();
     items.extend(open_loops(conn, req.func, &o.scope, &r.terms, o.now)?);
+    drop(t);
+    let _t = crate::timing::phase("packing");
     let pack = pack::pack(items, pack::Params { profile, budget, intent });
     Ok(Built { profile, pack, pending: r.pending, skipped_embeddings: r.skipped_embeddings, terms: r.terms })
 }

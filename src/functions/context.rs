@@ -116,7 +116,10 @@ pub fn render(conn: &Connection, req: &Request<'_>, built: &Built, sid: Option<&
         None
     };
     let delta = match sid {
-        Some(s) => Some(session_turn(conn, f, s, built, o)?),
+        Some(s) => {
+            let _t = crate::timing::phase("session turn (inside render)");
+            Some(session_turn(conn, f, s, built, o)?)
+        }
         None => None,
     };
     let keep: Vec<bool> = match (&delta, o.send) {
@@ -182,9 +185,12 @@ pub fn context(ctx: &Context<'_>) -> Result<String> {
         return fail(f, "send \"delta\" needs a session_id (the delta is relative to what the session was served)");
     }
     let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql(f, e))?;
+    let t = crate::timing::phase("schema check");
     super::require_schema(&conn, f)?;
+    drop(t);
     let req = Request { func: f, task: &task, model: model.as_deref(), budget, options: &o };
     let built = context::build(&conn, &req)?;
+    let _t = crate::timing::phase("render (envelope, session turn, pin)");
     render(&conn, &req, &built, sid.as_deref())
 }
 

@@ -240,6 +240,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     let mut out = Retrieval { terms: terms.clone(), ..Default::default() };
 
     // fts
+    let t_fts = crate::timing::phase("retrieve: fts");
     let mut fts_rank = Vec::new();
     if let Some(expr) = fts::match_expr(&words) {
         for m in fts::search(conn, q, &expr, FTS_LIMIT).map_err(sql_err)? {
@@ -254,21 +255,23 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     // context: the memories recorded right around the strongest matches. A memory rarely stands
     // alone: the message before a match often asks the question it answers, the one after often
     // completes it. Fused as one more ranking (in the order of their anchors).
+    drop(t_fts);
+    let t_context = crate::timing::phase("retrieve: context neighbours");
     let mut context_rank = Vec::new();
     {
-        let anchors: Vec<usize> = fts_rank.iter().copied().take(CONTEXT_ANCHORS).collect();
-        for a in anchors {
-            let m = pool.mems[a].clone();
-            for n in recency::around(conn, q, &m, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS).map_err(sql_err)? {
-                let i = pool.add(n);
-                if !context_rank.contains(&i) {
-                    context_rank.push(i);
-                }
+        let anchors: Vec<Memory> = fts_rank.iter().take(CONTEXT_ANCHORS).map(|&a| pool.mems[a].clone()).collect();
+        let refs: Vec<&Memory> = anchors.iter().collect();
+        let around = recency::around_all(conn, q, &refs, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS).map_err(sql_err)?;
+        for n in around.into_iter().flatten() {
+            let i = pool.add(n);
+            if !context_rank.contains(&i) {
+                context_rank.push(i);
             }
         }
     }
 
-    // entity
+    drop(t_context);
+    let t_entity = crate::timing::phase("retrieve: entities (gazetteer, links, hashing cosine)");
     let gz = entity::gazetteer(conn).map_err(sql_err)?;
     let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
     out.entities = names;
@@ -305,7 +308,8 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
-    // vector
+    drop(t_entity);
+    let t_vector = crate::timing::phase("retrieve: vector (hashing cosine of the pool)");
     let mut vector_rank = Vec::new();
     let mut cosine_of: HashMap<usize, f64> = HashMap::new();
     let user_vector = q.query_embedding.is_some();
@@ -338,7 +342,8 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         vector_rank.extend(scored.into_iter().map(|s| s.1));
     }
 
-    // recency
+    drop(t_vector);
+    let t_recency = crate::timing::phase("retrieve: recency and hard rules");
     let mut recent = HashSet::new();
     let mut recency_order = Vec::new();
     if q.recency_limit > 0 {
@@ -360,6 +365,8 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
+    drop(t_recency);
+    let _t_fuse = crate::timing::phase("retrieve: fusion and matched terms");
     let fused = fuse::rrf(&[&fts_rank, &vector_rank, &entity_rank, &context_rank], |i| pool.mems[i].id.clone());
     let active = [&fts_rank, &vector_rank, &entity_rank, &context_rank].iter().filter(|r| !r.is_empty()).count();
     let basis = if user_vector && active == 1 && !vector_rank.is_empty() {
