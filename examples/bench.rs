@@ -21,6 +21,8 @@
 
 #[path = "common/corpus.rs"]
 mod corpus;
+#[path = "common/realtext.rs"]
+mod realtext;
 
 use rusqlite::{named_params, params, Connection, OpenFlags};
 use serde_json::{json, Value};
@@ -51,10 +53,16 @@ struct Args {
     warmup: usize,
     insert_rows: Option<usize>,
     json: Option<String>,
+    corpus: String,
+    data: String,
+    digest: usize,
+    steps: Option<Vec<String>>,
+    phases: bool,
 }
 
-const USAGE: &str = "usage: bench [--n 100000] [--db PATH] [--tasks 200] [--seed 42] [--embed-every 10] \
-[--rounds 1] [--warmup 20] [--insert-rows N] [--json OUT]";
+const USAGE: &str = "usage: bench [--corpus real|generated] [--data ../shared/data] [--n 100000] [--db PATH] \
+[--tasks 200] [--seed 42] [--embed-every 10] [--rounds 1] [--warmup 20] [--insert-rows N] [--digest N] \
+[--steps join,search,generic,claude,gpt,cursor,session,vector] [--phases] [--json OUT]";
 
 fn parse_args() -> Res<Args> {
     let mut a = Args {
@@ -67,6 +75,11 @@ fn parse_args() -> Res<Args> {
         warmup: 20,
         insert_rows: None,
         json: None,
+        corpus: "real".into(),
+        data: "../shared/data".into(),
+        digest: 0,
+        steps: None,
+        phases: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -82,9 +95,17 @@ fn parse_args() -> Res<Args> {
             "--warmup" => a.warmup = num("--warmup", value("--warmup")?)?,
             "--insert-rows" => a.insert_rows = Some(num("--insert-rows", value("--insert-rows")?)?),
             "--json" => a.json = Some(value("--json")?),
+            "--corpus" => a.corpus = value("--corpus")?,
+            "--data" => a.data = value("--data")?,
+            "--digest" => a.digest = num("--digest", value("--digest")?)?,
+            "--phases" => a.phases = true,
+            "--steps" => a.steps = Some(value("--steps")?.split(',').map(str::to_string).collect()),
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
+    }
+    if a.corpus != "real" && a.corpus != "generated" {
+        return Err(format!("--corpus must be real or generated, got {:?}", a.corpus));
     }
     if a.n == 0 || a.tasks == 0 {
         return Err("--n and --tasks must be positive".into());
@@ -141,7 +162,17 @@ fn remove_db(path: &Path) {
 }
 
 fn meta_key(a: &Args) -> String {
-    format!("n={} seed={} embed_every={} generator={}", a.n, a.seed, a.embed_every, corpus::GENERATOR_VERSION)
+    let version = if a.corpus == "real" { realtext::REALTEXT_VERSION } else { corpus::GENERATOR_VERSION };
+    format!("corpus={} n={} seed={} embed_every={} version={version}", a.corpus, a.n, a.seed, a.embed_every)
+}
+
+/// `n` rows of the chosen corpus.
+fn rows(a: &Args, seed: u64, n: usize) -> Res<Vec<corpus::Row>> {
+    if a.corpus == "real" {
+        realtext::generate(&a.data, seed, n, a.embed_every)
+    } else {
+        Ok(corpus::generate(seed, n, a.embed_every))
+    }
 }
 
 /// Opens the corpus database, generating it unless the file already holds this exact corpus.
@@ -154,6 +185,7 @@ fn corpus_db(a: &Args, path: &Path) -> Res<(Connection, Option<(f64, f64)>)> {
         if key.as_deref() == Some(meta_key(a).as_str()) {
             cmp::register(&conn).map_err(sql_err("cmp::register"))?;
             conn.query_row("SELECT cmp_init()", [], |_| Ok(())).map_err(sql_err("cmp_init"))?;
+            plain_table(&conn)?;
             return Ok((conn, None));
         }
         drop(conn);
@@ -161,7 +193,7 @@ fn corpus_db(a: &Args, path: &Path) -> Res<(Connection, Option<(f64, f64)>)> {
         remove_db(path);
     }
     let t = Instant::now();
-    let rows = corpus::generate(a.seed, a.n, a.embed_every);
+    let rows = rows(a, a.seed, a.n)?;
     let gen_s = t.elapsed().as_secs_f64();
     let conn = open_file_db(path)?;
     cmp::register(&conn).map_err(sql_err("cmp::register"))?;
@@ -169,6 +201,7 @@ fn corpus_db(a: &Args, path: &Path) -> Res<(Connection, Option<(f64, f64)>)> {
     let t = Instant::now();
     corpus::insert(&conn, &rows).map_err(sql_err("insert corpus"))?;
     let ins_s = t.elapsed().as_secs_f64();
+    plain_table(&conn)?;
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS bench_corpus_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
          PRAGMA optimize; PRAGMA wal_checkpoint(TRUNCATE);",
@@ -179,11 +212,24 @@ fn corpus_db(a: &Args, path: &Path) -> Res<(Connection, Option<(f64, f64)>)> {
     Ok((conn, Some((gen_s, ins_s))))
 }
 
+/// The floor's table: every row's content in a plain FTS5 table (same tokenizer), built once.
+fn plain_table(conn: &Connection) -> Res<()> {
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS bench_plain_fts USING fts5(content, tokenize = '{TOKENIZER}');
+         INSERT INTO bench_plain_fts(rowid, content)
+           SELECT rid, content FROM cmp_memories WHERE NOT EXISTS (SELECT 1 FROM bench_plain_fts);"
+    ))
+    .map_err(sql_err("plain FTS5 floor table"))
+}
+
 /// Bulk insert rates (rows/s): cmp_memories with cmp's triggers vs a plain FTS5 table, same rows,
 /// one transaction each, fresh file databases next to the corpus.
 fn insert_rates(a: &Args, db: &Path) -> Res<(usize, f64, f64, f64)> {
     let n = a.insert_rows.unwrap_or(a.n.min(100_000));
-    let rows = corpus::generate(a.seed ^ 0x1_0000, n, a.embed_every);
+    if n == 0 {
+        return Ok((0, f64::NAN, f64::NAN, f64::NAN));
+    }
+    let rows = rows(a, a.seed ^ 0x1_0000, n)?;
     let cmp_path = db.with_extension("insert-cmp.db");
     let fts_path = db.with_extension("insert-fts.db");
     remove_db(&cmp_path);
@@ -260,6 +306,29 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
+    /// The floor: the same rows in a plain FTS5 table (content inside it, no filter, no join), the
+    /// same safe OR query, FTS5's own BM25 ranking, top 200 read (rowid and content).
+    fn plain_floor(&self, task: &str) -> Res<usize> {
+        let words = cmp::text::query_terms(task, cmp::retrieve::MAX_TERMS);
+        let Some(expr) = cmp::retrieve::fts::match_expr(&words) else { return Ok(0) };
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT rowid, content FROM bench_plain_fts WHERE bench_plain_fts MATCH ?1 ORDER BY rank LIMIT ?2",
+            )
+            .map_err(sql_err("plain floor"))?;
+        let mut rows = st.query(params![expr, cmp::retrieve::FTS_LIMIT as i64]).map_err(sql_err("plain floor"))?;
+        let mut n = 0;
+        while let Some(r) = rows.next().map_err(sql_err("plain floor"))? {
+            std::hint::black_box((
+                r.get::<_, i64>(0).map_err(sql_err("plain floor"))?,
+                r.get::<_, String>(1).map_err(sql_err("plain floor"))?,
+            ));
+            n += 1;
+        }
+        Ok(n)
+    }
+
     fn floor(&self, task: &str) -> Res<usize> {
         let words = cmp::text::query_terms(task, cmp::retrieve::MAX_TERMS);
         let Some(expr) = cmp::retrieve::fts::match_expr(&words) else { return Ok(0) };
@@ -328,6 +397,7 @@ impl Bench<'_> {
 /// What one timed step runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
+    PlainFloor,
     Floor,
     Search,
     Context(usize),
@@ -339,7 +409,8 @@ enum Step {
 impl Step {
     fn name(self) -> String {
         match self {
-            Step::Floor => "FTS5 BM25 top-200 (floor)".into(),
+            Step::PlainFloor => "plain FTS5 table, BM25 top-200 (floor)".into(),
+            Step::Floor => "cmp's FTS5 query: BM25 top-200 joined to cmp_memories, eligible rows".into(),
             Step::Search => "cmp_search count(*)".into(),
             Step::Context(i) => format!("cmp_context model {}", MODELS[i].unwrap_or("NULL")),
             Step::Session => "cmp_context session turn (model NULL)".into(),
@@ -349,15 +420,16 @@ impl Step {
     }
     fn floor(self) -> Option<Step> {
         match self {
-            Step::Floor | Step::VectorFloor => None,
+            Step::PlainFloor | Step::VectorFloor => None,
             Step::VectorSearch => Some(Step::VectorFloor),
-            _ => Some(Step::Floor),
+            _ => Some(Step::PlainFloor),
         }
     }
 }
 
 fn run_step(b: &Bench<'_>, s: Step, task: &str, vec_opts: &str, qv: &[f32]) -> Res<()> {
     match s {
+        Step::PlainFloor => b.plain_floor(task).map(drop),
         Step::Floor => b.floor(task).map(drop),
         Step::Search => b.search(task, &b.now_opts).map(drop),
         Step::Context(i) => b.context(task, MODELS[i], None).map(drop),
@@ -365,6 +437,74 @@ fn run_step(b: &Bench<'_>, s: Step, task: &str, vec_opts: &str, qv: &[f32]) -> R
         Step::VectorFloor => b.vector_floor(qv).map(drop),
         Step::VectorSearch => b.search("", vec_opts).map(drop),
     }
+}
+
+/// Where a call's time goes: cmp's own phase counters (`cmp::timing`) over one pass of the tasks,
+/// for the generic profile without and with a session, as mean ms per call.
+fn phase_table(b: &Bench<'_>, tasks: &[String]) -> Res<String> {
+    let mut md = String::from("\n| phase (mean ms per call) | cmp_context generic | with a session |\n|---|---|---|\n");
+    let mut cols: Vec<Vec<(&'static str, f64)>> = Vec::new();
+    for session in [None, Some("bench-phases")] {
+        cmp::timing::enable(true);
+        let _ = cmp::timing::take();
+        let t = Instant::now();
+        for task in tasks {
+            b.context(task, None, session)?;
+        }
+        let total = t.elapsed().as_secs_f64() * 1000.0 / tasks.len() as f64;
+        cmp::timing::enable(false);
+        let mut v: Vec<(&'static str, f64)> = cmp::timing::take()
+            .into_iter()
+            .map(|(n, d, _)| (n, d.as_secs_f64() * 1000.0 / tasks.len() as f64))
+            .collect();
+        v.push(("whole call, from the host", total));
+        cols.push(v);
+    }
+    let mut names: Vec<&'static str> = Vec::new();
+    for c in &cols {
+        for (n, _) in c {
+            if !names.contains(n) {
+                names.push(n);
+            }
+        }
+    }
+    for n in names {
+        let cell = |c: &Vec<(&'static str, f64)>| {
+            c.iter().find(|x| x.0 == n).map_or("—".to_string(), |x| format!("{:.3}", x.1))
+        };
+        let _ = writeln!(md, "| {n} | {} | {} |", cell(&cols[0]), cell(&cols[1]));
+    }
+    Ok(md)
+}
+
+/// SHA-256 over every profile's cmp_context output and the cmp_search rows of `tasks`.
+fn digest(b: &Bench<'_>, tasks: &[String]) -> Res<String> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for task in tasks {
+        for m in MODELS {
+            let out: String = b
+                .conn
+                .query_row("SELECT cmp_context(?1, ?2, NULL, NULL, ?3)", params![task, m, b.now_opts], |r| r.get(0))
+                .map_err(sql_err("digest"))?;
+            h.update(out.as_bytes());
+        }
+        let mut st = b
+            .conn
+            .prepare_cached("SELECT ref, relevance, why, fused_rank FROM cmp_search(?1, ?2)")
+            .map_err(sql_err("digest"))?;
+        let mut rows = st.query(params![task, b.now_opts]).map_err(sql_err("digest"))?;
+        while let Some(r) = rows.next().map_err(sql_err("digest"))? {
+            let row: (String, Option<f64>, String, Option<i64>) = (
+                r.get(0).unwrap_or_default(),
+                r.get(1).ok().flatten(),
+                r.get(2).unwrap_or_default(),
+                r.get(3).ok().flatten(),
+            );
+            h.update(format!("{row:?}\n").as_bytes());
+        }
+    }
+    Ok(cmp::envelope::hex(&h.finalize()))
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> f64 {
@@ -388,9 +528,11 @@ fn main() -> ExitCode {
 fn run() -> Res<()> {
     let a = parse_args()?;
     let started = Instant::now();
-    let db = a.db.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("cmp-bench-{}-{}.db", a.n, a.seed)));
+    let db =
+        a.db.clone()
+            .unwrap_or_else(|| std::env::temp_dir().join(format!("cmp-bench-{}-{}-{}.db", a.corpus, a.n, a.seed)));
     let mach = machine();
-    eprintln!("bench: corpus {} rows (seed {}) at {}", a.n, a.seed, db.display());
+    eprintln!("bench: {} corpus, {} rows (seed {}) at {}", a.corpus, a.n, a.seed, db.display());
 
     let (conn, built) = corpus_db(&a, &db)?;
     if let Some((g, i)) = built {
@@ -433,16 +575,31 @@ fn run() -> Res<()> {
     let now = corpus::bench_now();
     let horizon_jd: f64 = conn.query_row("SELECT julianday(?1)", [&now], |r| r.get(0)).map_err(sql_err("julianday"))?;
     let b = Bench { conn: &conn, now_opts: json!({"now": now}).to_string(), horizon_jd, has_context };
-    let tasks = corpus::tasks(a.seed, a.tasks);
+    let tasks = if a.corpus == "real" { realtext::tasks(&a.data, a.tasks)? } else { corpus::tasks(a.seed, a.tasks) };
     let qvecs: Vec<Vec<f32>> = (0..tasks.len()).map(|i| corpus::unit_vector(a.seed ^ 0xface, i as u64)).collect();
     let vec_opts: Vec<String> = qvecs.iter().map(|v| json!({"now": now, "query_embedding": v}).to_string()).collect();
 
-    let mut steps = vec![Step::Floor, Step::Search];
+    let mut steps = vec![Step::PlainFloor, Step::Floor, Step::Search];
     if b.has_context {
         steps.extend((0..MODELS.len()).map(Step::Context));
         steps.push(Step::Session);
     }
     steps.extend([Step::VectorFloor, Step::VectorSearch]);
+    if let Some(only) = &a.steps {
+        // A subset (for profiling): each subject keeps its floor.
+        let wanted = |s: &Step| match s {
+            Step::PlainFloor | Step::VectorFloor => false,
+            Step::Floor => only.iter().any(|o| o == "join"),
+            Step::Search => only.iter().any(|o| o == "search"),
+            Step::Context(i) => only.iter().any(|o| o == MODELS[*i].unwrap_or("generic")),
+            Step::Session => only.iter().any(|o| o == "session"),
+            Step::VectorSearch => only.iter().any(|o| o == "vector"),
+        };
+        let keep: Vec<Step> = steps.iter().copied().filter(wanted).collect();
+        let floors: Vec<Step> = steps.iter().copied().filter(|s| keep.iter().any(|k| k.floor() == Some(*s))).collect();
+        let floor_only = only.iter().any(|o| o == "floor");
+        steps.retain(|s| keep.contains(s) || floors.contains(s) || (floor_only && *s == Step::PlainFloor));
+    }
 
     let rss_reset = reset_peak_rss();
     // Warm-up: page cache, prepared statements, the entity gazetteer.
@@ -453,6 +610,14 @@ fn run() -> Res<()> {
         }
     }
     eprintln!("bench: warm-up {} tasks in {:.1}s", a.warmup.min(tasks.len()), t.elapsed().as_secs_f64());
+
+    // A digest of what cmp returns for the first --digest tasks (every profile, and the search rows):
+    // an optimisation that must not change packs must not change it.
+    let digest =
+        if a.digest > 0 && b.has_context { Some(digest(&b, &tasks[..a.digest.min(tasks.len())])?) } else { None };
+    if let Some(d) = &digest {
+        eprintln!("bench: digest of {} tasks: {d}", a.digest.min(tasks.len()));
+    }
 
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); steps.len()];
     let t = Instant::now();
@@ -470,6 +635,7 @@ fn run() -> Res<()> {
     }
     eprintln!("bench: timed {} rounds × {} tasks in {:.1}s", a.rounds, tasks.len(), t.elapsed().as_secs_f64());
     let peak_query_kb = status_kb("VmHWM:");
+    let phases = if a.phases && b.has_context { phase_table(&b, &tasks)? } else { String::new() };
 
     for t in &mut times {
         t.sort();
@@ -481,7 +647,8 @@ fn run() -> Res<()> {
     };
 
     let mut md = String::new();
-    let _ = writeln!(md, "# cmp bench: {} rows, {} tasks × {} round(s)\n", a.n, tasks.len(), a.rounds);
+    let _ =
+        writeln!(md, "# cmp bench: {} corpus, {} rows, {} tasks × {} round(s)\n", a.corpus, a.n, tasks.len(), a.rounds);
     let _ = writeln!(
         md,
         "Machine: {} × {} ({} {}); SQLite {sqlite_version}; cmp {cmp_version}.  \nCommand: `{}`  \n\
@@ -502,26 +669,28 @@ fn run() -> Res<()> {
     }
     let _ = writeln!(
         md,
-        "| measure | p50 ms | p95 ms | mean ms | floor | floor p50 ms | floor p95 ms | × floor p50 | × floor p95 |"
+        "| measure | p50 ms | p95 ms | mean ms | floor | floor p50 ms | floor p95 ms | × floor p50 | × floor p95 | × join query p50 |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    let join50 = if steps.contains(&Step::Floor) { stat(Step::Floor).0 } else { f64::NAN };
     let mut rows_json = Vec::new();
     for &s in &steps {
         let (p50, p95, mean) = stat(s);
         match s.floor() {
             None => {
-                let _ = writeln!(md, "| {} | {p50:.3} | {p95:.3} | {mean:.3} | — | | | | |", s.name());
+                let _ = writeln!(md, "| {} | {p50:.3} | {p95:.3} | {mean:.3} | — | | | | | |", s.name());
                 rows_json.push(json!({"measure": s.name(), "p50_ms": p50, "p95_ms": p95, "mean_ms": mean}));
             }
             Some(f) => {
                 let (f50, f95, _) = stat(f);
                 let _ = writeln!(
                     md,
-                    "| {} | {p50:.3} | {p95:.3} | {mean:.3} | {} | {f50:.3} | {f95:.3} | {:.1} | {:.1} |",
+                    "| {} | {p50:.3} | {p95:.3} | {mean:.3} | {} | {f50:.3} | {f95:.3} | {:.2} | {:.2} | {} |",
                     s.name(),
                     f.name(),
                     p50 / f50,
-                    p95 / f95
+                    p95 / f95,
+                    if f == Step::PlainFloor { format!("{:.2}", p50 / join50) } else { String::new() }
                 );
                 rows_json.push(json!({
                     "measure": s.name(), "p50_ms": p50, "p95_ms": p95, "mean_ms": mean, "floor": f.name(),
@@ -540,6 +709,7 @@ fn run() -> Res<()> {
         cmp_rate / fts_rate,
         staged_rate / fts_rate
     );
+    md.push_str(&phases);
     let mb = |kb: Option<u64>| kb.map_or("n/a".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
     let _ = writeln!(
         md,
@@ -558,7 +728,7 @@ fn run() -> Res<()> {
             "machine": mach,
             "sqlite_version": sqlite_version,
             "cmp_version": cmp_version,
-            "n": a.n, "seed": a.seed, "tasks": tasks.len(), "rounds": a.rounds,
+            "corpus": a.corpus, "digest": digest, "n": a.n, "seed": a.seed, "tasks": tasks.len(), "rounds": a.rounds,
             "rows": counts.0, "embedded_rows": counts.1, "entities": counts.2, "embed_dims": corpus::EMBED_DIMS,
             "notes": notes,
             "latency": rows_json,

@@ -29,6 +29,7 @@ pub mod session;
 pub mod store;
 pub mod text;
 pub mod time;
+pub mod timing;
 pub mod tokens;
 
 use functions::table::Tab;

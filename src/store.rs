@@ -51,9 +51,14 @@ pub const MEMORY_COLS: &str = "m.rid, m.id, m.content, m.summary, m.kind, m.occu
 /// Reads a [`Memory`] from the first 14 columns of a row selected with [`MEMORY_COLS`].
 /// Values of the wrong type (a blob where text belongs, a text trust) read as absent, never as an error.
 pub fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<Memory> {
+    memory_from_row_at(r, 0)
+}
+
+/// [`memory_from_row`] for the 14 columns starting at column `o`.
+pub fn memory_from_row_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Memory> {
     use rusqlite::types::ValueRef;
     let text = |i: usize| -> Option<String> {
-        match r.get_ref(i) {
+        match r.get_ref(o + i) {
             Ok(ValueRef::Text(t)) => Some(String::from_utf8_lossy(t).into_owned()),
             Ok(ValueRef::Integer(n)) => Some(n.to_string()),
             Ok(ValueRef::Real(f)) => Some(f.to_string()),
@@ -61,7 +66,7 @@ pub fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<Memory> {
         }
     };
     let real = |i: usize| -> Option<f64> {
-        match r.get_ref(i) {
+        match r.get_ref(o + i) {
             Ok(ValueRef::Real(f)) if f.is_finite() => Some(f),
             Ok(ValueRef::Integer(n)) => Some(n as f64),
             _ => None,
@@ -69,7 +74,7 @@ pub fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<Memory> {
     };
     let entities = text(10).map(|j| parse_entities(&j)).unwrap_or_default();
     Ok(Memory {
-        rid: r.get(0)?,
+        rid: r.get(o)?,
         id: text(1).unwrap_or_default(),
         content: text(2).unwrap_or_default(),
         summary: text(3),
@@ -82,7 +87,7 @@ pub fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<Memory> {
         entities,
         superseded_by: text(11),
         superseded_at: text(12),
-        conflict: matches!(r.get_ref(13), Ok(ValueRef::Integer(n)) if n != 0),
+        conflict: matches!(r.get_ref(o + 13), Ok(ValueRef::Integer(n)) if n != 0),
     })
 }
 

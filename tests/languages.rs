@@ -163,8 +163,16 @@ fn the_pair_index_follows_every_write_path() {
     drop(plain);
     assert_consistent(&conn);
     assert!(search(&conn, "北京出差").is_empty(), "the old text is gone from the index");
-    assert_eq!(refs(&search(&conn, "上海开会")).first(), Some(&id), "the match ranks first (a context neighbour may follow)");
-    assert_eq!(refs(&search(&conn, "서울 회의")).first(), Some(&other), "the match ranks first (a context neighbour may follow)");
+    assert_eq!(
+        refs(&search(&conn, "上海开会")).first(),
+        Some(&id),
+        "the match ranks first (a context neighbour may follow)"
+    );
+    assert_eq!(
+        refs(&search(&conn, "서울 회의")).first(),
+        Some(&other),
+        "the match ranks first (a context neighbour may follow)"
+    );
     conn.execute("DELETE FROM cmp_memories WHERE id = ?1", [&id]).unwrap();
     assert_consistent(&conn);
     assert!(search(&conn, "上海开会").is_empty());
@@ -208,7 +216,11 @@ fn upgrading_from_schema_2_indexes_existing_rows() {
     cmp::register(&conn).unwrap();
     assert_eq!(init(&conn), 3);
     assert_consistent(&conn);
-    assert_eq!(refs(&search(&conn, "北京出差")).first(), Some(&id), "the match ranks first (a context neighbour may follow)");
+    assert_eq!(
+        refs(&search(&conn, "北京出差")).first(),
+        Some(&id),
+        "the match ranks first (a context neighbour may follow)"
+    );
     assert!(!search(&conn, "上海工作").is_empty());
 }
 

@@ -50,8 +50,46 @@ pub fn ngram_search(conn: &Connection, q: &Query<'_>, expr: &str, limit: usize) 
     rows.collect()
 }
 
-/// Top `limit` memories by BM25 (best first), visible or not yet visible (the caller splits them).
+/// Rows FTS5 ranks first that are read beyond `limit`, before the eligibility filter.
+const OVERFETCH: usize = 56;
+/// Past this many ranked rows the fast path gives up and runs [`sql`] (one join over every match).
+const FAST_PATH_MAX: usize = 8192;
+
+/// Top `limit` memories by BM25 (best first, ties by rid), visible or not yet visible (the caller
+/// splits them): exactly the rows of [`sql`], found without joining every match.
+///
+/// The matches are ranked on the index alone (`ORDER BY rank, rowid LIMIT m`: BM25, then rowid, the
+/// same total order as [`sql`]); only those `m` rows are read from `cmp_memories` and filtered by
+/// eligibility, in the same statement. The first `limit` eligible rows of that prefix are the answer
+/// when there are `limit` of them, or when the prefix holds every match. Otherwise `m` grows, and
+/// past [`FAST_PATH_MAX`] the join query answers.
 pub fn search(conn: &Connection, q: &Query<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Memory>> {
+    let mut m = limit + OVERFETCH;
+    while m <= FAST_PATH_MAX {
+        let _t = crate::timing::phase("fts: ranked rows, eligibility");
+        let mut st = conn.prepare_cached(&format!(
+            "SELECT f.rowid, m.rid IS NOT NULL, {MEMORY_COLS}
+             FROM (SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH :q
+                   ORDER BY rank, rowid LIMIT :m) AS f
+             LEFT JOIN cmp_memories AS m ON m.rid = f.rowid AND {}
+             ORDER BY f.rank, f.rowid",
+            q.eligible()
+        ))?;
+        let mut rows = st.query(named_params! {":q": expr, ":m": m as i64, ":scope": q.scope, ":h": q.horizon_jd})?;
+        let mut n = 0usize;
+        let mut found: Vec<Memory> = Vec::new();
+        while let Some(r) = rows.next()? {
+            n += 1;
+            if r.get::<_, bool>(1)? && found.len() < limit {
+                found.push(crate::store::memory_from_row_at(r, 2)?);
+            }
+        }
+        if n < m || found.len() >= limit {
+            return Ok(found);
+        }
+        m *= 4;
+    }
+    let _t = crate::timing::phase("fts: join query (fallback)");
     let mut st = conn.prepare_cached(&sql(q.eligible()))?;
     let rows = st.query_map(
         named_params! {":q": expr, ":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64},

@@ -328,7 +328,6 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
-    // entity
     let gz = entity::gazetteer(conn).map_err(sql_err)?;
     let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
     out.entities = names;
@@ -365,7 +364,6 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
-    // vector
     let mut vector_rank = Vec::new();
     let mut cosine_of: HashMap<usize, f64> = HashMap::new();
     let user_vector = q.query_embedding.is_some();
@@ -398,7 +396,6 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         vector_rank.extend(scored.into_iter().map(|s| s.1));
     }
 
-    // recency
     let mut recent = HashSet::new();
     let mut recency_order = Vec::new();
     if q.recency_limit > 0 {
