@@ -247,6 +247,7 @@ pub fn reserve(
         items: Vec::new(),
         budget: 99_999,
         used: 0,
+        items_used: 0,
         excluded: g.items.first().cloned().into_iter().collect(),
         deduped: 99_999,
         intent: g.intent,

@@ -144,11 +144,11 @@ pub fn memory_object(p: &Packed) -> Value {
     })
 }
 
-/// Distinct facts-layer items per 1000 tokens of the pack as packing accounted it (its items and the
-/// framing it reserved), rounded to 4 places. Not per rendered token: `used` is a fixed point of the
-/// rendering, and a ratio of it would move its own digits.
+/// Distinct facts-layer items per 1000 tokens of the pack's items as packing accounted them, rounded
+/// to 4 places. Not per rendered token: `used` is a fixed point of the rendering, and a ratio of it
+/// would move its own digits; nor per reserved framing, which holds a per-database cursor tag.
 pub fn facts_per_1k(pack: &Pack) -> f64 {
-    let used = pack.used;
+    let used = pack.items_used;
     if used == 0 {
         return 0.0;
     }

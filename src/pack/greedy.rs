@@ -78,5 +78,13 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
     );
     let packed: std::collections::HashSet<&str> = items_out.iter().map(|x| x.item.r#ref.as_str()).collect();
     let excluded = items.iter().filter(|it| !packed.contains(it.r#ref.as_str())).cloned().collect();
-    Pack { items: items_out, budget: p.budget, used: p.reserve + prefix.used, excluded, deduped: 0, intent: p.intent }
+    Pack {
+        items: items_out,
+        budget: p.budget,
+        used: p.reserve + prefix.used,
+        items_used: prefix.used,
+        excluded,
+        deduped: 0,
+        intent: p.intent,
+    }
 }

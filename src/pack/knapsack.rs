@@ -247,5 +247,13 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
         by_value.iter().filter(|&&i| !gone[i] && prefix.state[i].is_none()).map(|&i| items[i].clone()).collect();
     excluded.extend(items.iter().filter(|it| prior(it.layer) == 0.0).cloned());
     let out = collect(&items, &mut prefix.state, &packed_idx, |i| folded.remove(&i).unwrap_or_default(), |i| util[i]);
-    Pack { items: out, budget: p.budget, used: p.reserve + prefix.used, excluded, deduped, intent: p.intent }
+    Pack {
+        items: out,
+        budget: p.budget,
+        used: p.reserve + prefix.used,
+        items_used: prefix.used,
+        excluded,
+        deduped,
+        intent: p.intent,
+    }
 }

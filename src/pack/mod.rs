@@ -141,6 +141,10 @@ pub struct Pack {
     /// Tokens accounted: the reserve plus every admitted step and shared unit (the rendered output
     /// is counted again, exactly, by the envelope).
     pub used: usize,
+    /// The part of `used` the items take (their units and the shared units they opened): what
+    /// `distinct_facts_per_1k_tokens` is measured against. It does not depend on the reserve, whose
+    /// pack cursor carries a tag keyed per database.
+    pub items_used: usize,
     /// Eligible candidates left out, most useful first (the pack cursor pages through these).
     pub excluded: Vec<Item>,
     /// Near-duplicates folded into survivors.
