@@ -64,9 +64,11 @@ fn load_turn(conn: &Connection, func: &str, sid: &str, o: &Options) -> Result<Tu
 
 /// One rendering of a pack that fits the budget, with the session delta it implies.
 struct Fitted {
-    pack: crate::pack::Pack,
     text: String,
     next: Option<State>,
+    /// The canonical pack and its sha (what a pin stores).
+    canonical: String,
+    sha: String,
 }
 
 /// Packs and renders until the output fits the budget: each round packs with less room by what
@@ -82,7 +84,9 @@ fn fit(
     let f = req.func;
     let o = req.options;
     let worst = turn.map(|t| session::worst_delta(&t.state, &t.status));
-    let reserve = context::reserve(conn, req, g, layout, worst.as_ref(), sid)?;
+    // The first page's cursor: the same for every round, shown only when the pack is partial.
+    let first_page = context::fitting_cursor(conn, req, g)?;
+    let reserve = context::reserve(req, g, layout, first_page.clone(), worst.as_ref(), sid);
     // A budget too small for the compact legend gets the minimal one (about and rules) and no items:
     // the items' room is still judged against the compact legend, so no budget packs more than a
     // larger one.
@@ -102,11 +106,9 @@ fn fit(
             }
             _ => vec![true; pack.items.len()],
         };
-        let cursor = if pack.excluded.is_empty() { None } else { context::fitting_cursor(conn, req, g)? };
-        let pin = o.pin.then(|| {
-            let (canonical, sha) = envelope::canonical(g.profile.name, &pack, g.pending);
-            json!({"sha": sha, "bytes": canonical.len()})
-        });
+        let cursor = if pack.excluded.is_empty() { None } else { first_page.clone() };
+        let (canonical, sha) = envelope::canonical(g.profile.name, &pack, g.pending);
+        let pin = o.pin.then(|| json!({"sha": sha, "bytes": canonical.len()}));
         let parts = Parts {
             model: g.profile.name,
             pack: &pack,
@@ -117,6 +119,7 @@ fn fit(
             delta,
             session_id: sid,
             at: time::format(o.now),
+            sha: sha.clone(),
             pin,
             warnings: context::warnings(g),
         };
@@ -128,7 +131,7 @@ fn fit(
                 }
                 next
             });
-            return Ok(Fitted { pack, text: r.text, next });
+            return Ok(Fitted { text: r.text, next, canonical, sha });
         }
         if pack.items.is_empty() {
             return fail(
@@ -176,7 +179,7 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
     let Some(sid) = sid else {
         let layout = context::layout(o, g.counter, false, kind);
         let fitted = fit(conn, req, g, &layout, None, None)?;
-        pin(conn, req, g, &fitted)?;
+        pin(conn, req, &fitted)?;
         return Ok(fitted.text);
     };
     let legend_id = envelope::legend_id(kind);
@@ -187,7 +190,7 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
         let fitted = fit(conn, req, g, &layout, Some(&turn), Some(sid))?;
         // The pin first: it is idempotent (the same sha always stores the same bytes), so when the
         // session turn fails after it, nothing observable is half-done; the session turn is the last write.
-        pin(conn, req, g, &fitted)?;
+        pin(conn, req, &fitted)?;
         let Some(mut next) = fitted.next else { return fail(f, "session turn was not computed") };
         if o.format == Format::Smp {
             next.legend = Some(legend_id.clone());
@@ -205,12 +208,12 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
 }
 
 /// Stores the pin of a pack when the call asked for one.
-fn pin(conn: &Connection, req: &Request<'_>, g: &Gathered, fitted: &Fitted) -> Result<()> {
+fn pin(conn: &Connection, req: &Request<'_>, fitted: &Fitted) -> Result<()> {
     if !req.options.pin {
         return Ok(());
     }
-    let (canonical, sha) = envelope::canonical(g.profile.name, &fitted.pack, g.pending);
-    store::put_pin(conn, &sha, &canonical, &time::format(req.options.now)).map_err(|e| CmpError::sql(req.func, e))?;
+    store::put_pin(conn, &fitted.sha, &fitted.canonical, &time::format(req.options.now))
+        .map_err(|e| CmpError::sql(req.func, e))?;
     Ok(())
 }
 
