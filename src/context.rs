@@ -206,7 +206,8 @@ const CURSOR_SHARE: usize = 4;
 pub fn fitting_cursor(conn: &Connection, req: &Request<'_>, g: &Gathered) -> Result<Option<String>> {
     let c = pack_cursor(conn, req.func, req, g.budget, 0)?;
     let cap = g.budget / CURSOR_SHARE;
-    Ok((g.counter.count_capped(&c, cap) <= cap).then_some(c))
+    let bound = g.counter.count_capped(cursor::untagged(&c), cap).saturating_add(cursor::PACK_TAG_TOKENS);
+    Ok((bound <= cap).then_some(c))
 }
 
 /// Suggested next calls for a pack, with `audit`: the full text of a compressed item, the neighbours
@@ -230,8 +231,9 @@ fn follow_up(r: &str, direction: &str) -> Value {
     json!({"call": "cmp_expand", "args": [r, direction], "why": why})
 }
 
-/// What the output needs besides the items, at its largest: the legend and framing, the cursor, the
-/// follow-ups for the candidate whose ref costs most, the receipt, the given session delta.
+/// What the output needs besides the items, at its largest: the legend and framing, the cursor (its
+/// tag at its bound), the follow-ups for the candidate whose ref costs most, the receipt, the given
+/// session delta.
 pub fn reserve(
     req: &Request<'_>,
     g: &Gathered,
@@ -262,7 +264,7 @@ pub fn reserve(
         pack: &dummy,
         shown: Vec::new(),
         pending: 99_999,
-        cursor,
+        cursor: cursor.as_deref().map(|c| cursor::untagged(c).to_string()),
         follow_ups: if o.audit {
             vec![follow_up(costly_ref, "document"), follow_up(costly_ref, "neighbors")]
         } else {
@@ -276,7 +278,8 @@ pub fn reserve(
         pin: o.pin.then(|| json!({"sha": digest(b"pin"), "bytes": 99_999_999})),
         warnings: warnings(g),
     };
-    layout.reserve(&parts)
+    // The tag is counted at its bound (see [`cursor::PACK_TAG_TOKENS`]), not as this database keys it.
+    layout.reserve(&parts) + if cursor.is_some() { cursor::PACK_TAG_TOKENS } else { 0 }
 }
 
 /// Warnings a json envelope carries.

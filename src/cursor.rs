@@ -32,6 +32,17 @@ const PACK_FIELDS: [&str; 8] = ["now", "as_of", "budget", "offset", "scope", "mo
 /// Bytes of a pack cursor's tag: 96 bits of HMAC-SHA256 (forging one takes 2^96 tries).
 const PACK_TAG_BYTES: usize = 12;
 
+/// Most tokens a pack cursor's tag adds to an output, by any counter: its 16 base64 characters, at
+/// most one token each (the estimate: 1.12 a piece), and the boundary with what follows. The tag is
+/// keyed per database, so budgeting counts this bound instead of the tag itself: the same store
+/// packs the same items in every database.
+pub const PACK_TAG_TOKENS: usize = 20;
+
+/// A pack cursor without its tag (up to and including the `.` before it).
+pub fn untagged(cursor: &str) -> &str {
+    cursor.rfind('.').map_or(cursor, |i| &cursor[..=i])
+}
+
 /// `~` and `|` escaped so fields can be joined by `|`.
 fn escape(s: &str) -> String {
     s.replace('~', "~~").replace('|', "~p")
@@ -172,5 +183,37 @@ pub fn verify(conn: &Connection, func: &str, cursor: &str) -> Result<(&'static s
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(v @ Value::Object(_)) => Ok((prefix, v)),
         _ => bad(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::Counter;
+
+    /// Whatever the database's key, a tag adds at most [`PACK_TAG_TOKENS`] to an output.
+    #[test]
+    fn a_tag_costs_at_most_its_bound() {
+        let bodies = ["cmpc:2025-01-01T00:00:00Z||1000|0||gpt||when did Melanie paint a sunrise?", "cmpc:|||0|||x"];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..2000 {
+            let mut tag = [0u8; PACK_TAG_BYTES];
+            for b in &mut tag {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                *b = seed as u8;
+            }
+            let tag = B64.encode(tag);
+            for body in bodies {
+                let with = format!("\"cursor\":\"{body}.{tag}\",\n");
+                let without = format!("\"cursor\":\"{body}.\",\n");
+                for c in [Counter::O200k, Counter::Cl100k, Counter::Estimate] {
+                    let (a, b) = (c.count(&with), c.count(&without));
+                    assert!(a <= b + PACK_TAG_TOKENS, "{c:?}: {tag} adds {} tokens", a - b);
+                }
+                assert_eq!(untagged(&format!("{body}.{tag}")), format!("{body}."));
+            }
+        }
     }
 }
