@@ -1,5 +1,5 @@
-//! Errors that reach SQL. Every message starts with the SQL function's name and names the offending
-//! field or value (SPEC.md "Errors").
+//! Errors that reach SQL. Every message starts with the SQL function's name, names the offending
+//! field or value, and says what would be accepted (docs/reference.md, "Errors").
 
 use std::fmt;
 

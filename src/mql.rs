@@ -1,4 +1,4 @@
-//! The Memory Query Language (reference §6, FACTS.md "MQL"): strict parsing (every field checked,
+//! The Memory Query Language (docs/reference.md, `cmp_query`): strict parsing (every field checked,
 //! nothing clamped silently) and narrowing, which only ever removes items, in the documented order:
 //! superseded (when valid_only) → unlisted kinds → entity misses → relevance < min_relevance →
 //! confidence-else-trust < min_trust.

@@ -1,4 +1,4 @@
-//! The per-session working_memory delta channel (reference §8, FACTS.md "Sessions"): what changed
+//! The per-session working_memory delta channel (docs/protocol.md, "Sessions"): what changed
 //! versus what this session was already served. Pure: the caller loads the state, the facts about
 //! known refs, and stores the result.
 //!
@@ -6,8 +6,9 @@
 //! and `superseded` hold only refs this session was already given; **no resend** — a known ref is
 //! never new again until it was evicted; **eviction soundness** — a ref is evicted only when absent
 //! from this pack and unseen for ≥ 4 turns, or dropped by the 512 cap, or no longer readable (deleted,
-//! redacted, moved to another scope: the consumer should drop what it holds). **ours**: cap drops
-//! and unreadable refs are reported in `evicted`, so a consumer's mirror of the working set stays exact.
+//! redacted, moved to another scope: the consumer should drop what it holds). Unlike the reference
+//! protocol, cap drops and unreadable refs are reported in `evicted`, so a consumer's mirror of the
+//! working set stays exact.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -1,5 +1,6 @@
-//! Claim folding (reference §5, FACTS.md "Claim folding", **ours**: near-duplicates too): facts that
-//! restate each other are folded into one survivor, so the budget buys distinct claims.
+//! Claim folding (docs/protocol.md, "Packing"): facts that restate each other, near-duplicates too
+//! (the reference protocol folds exact duplicates only), are folded into one survivor, so the budget
+//! buys distinct claims.
 //!
 //! Two facts fold when their normalised word sets have Jaccard ≥ 0.8, both have at least 6 words,
 //! they share polarity (both or neither negated) and neither is flagged `conflict`.

@@ -1,4 +1,4 @@
-//! Intent detection and intent → layer weights (FACTS.md "Intent → layer weights").
+//! Intent detection and intent → layer weights (the table in docs/protocol.md, "Packing").
 
 use super::Layer;
 use crate::text;

@@ -1,4 +1,4 @@
-//! The compression ladder (reference §5): full content → stored summary (if shorter) → head sentence
+//! The compression ladder (docs/protocol.md, "Packing"): full content → stored summary (if shorter) → head sentence
 //! (if shorter) → dropped. A cited fact is densified into the pack rather than silently deleted.
 
 use super::Item;

@@ -3,7 +3,7 @@
 //! Both packers build a budget-independent *sequence of steps* (admit an item at some rung of the
 //! compression ladder, or upgrade an admitted item to its full text) and take the longest prefix
 //! that fits the budget. Taking a prefix of a fixed sequence is what makes a larger budget pack a
-//! superset of a smaller one's refs (reference §4), with no exception, and `used <= tokens` by
+//! superset of a smaller one's refs, with no exception, and `used <= tokens` by
 //! construction. The knapsack orders steps by MMR-adjusted utility density; the generic packer
 //! interleaves layers in proportion to their intent weights.
 
@@ -16,7 +16,7 @@ pub mod ladder;
 use crate::profile::Profile;
 use intent::Intent;
 
-/// The eight pack layers, in envelope order (FACTS.md weight order).
+/// The eight pack layers, in envelope order (the order of the intent weight tables).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Layer {
     /// negative: hard rules.
@@ -64,7 +64,7 @@ impl Layer {
         }
     }
 
-    /// Pack layer of a memory kind (SPEC.md "Pack layer of an item"); unknown kinds read as facts.
+    /// Pack layer of a memory kind (docs/protocol.md, "Items"); unknown kinds read as facts.
     pub fn of_kind(kind: &str) -> Layer {
         match kind {
             "negative" => Layer::Constraints,
@@ -219,7 +219,7 @@ pub(crate) struct Step {
 }
 
 /// No step of a packing sequence but the constraint floor adds more than this many content tokens
-/// (ours, not the reference's): a longer memory is admitted at its stored summary, or truncated, and
+/// (a departure from the reference protocol, docs/protocol.md): a longer memory is admitted at its stored summary, or truncated, and
 /// grows by steps of this size, so one large memory never blocks the rest of the sequence and the
 /// prefix rule wastes little budget.
 pub const MAX_STEP_TOKENS: usize = 128;
@@ -430,12 +430,12 @@ pub const UNSCORED_RELEVANCE: f64 = 0.5;
 
 /// utility = prior[layer] × relevance × (w_rel + w_rec·decay + w_auth·trust).
 ///
-/// **ours**: the reference adds the three terms (w_rel·relevance + w_rec·decay + w_auth·trust), so a
+/// The reference protocol adds the three terms (w_rel·relevance + w_rec·decay + w_auth·trust), so a
 /// fresh or trusted memory that does not match the task outranks an older one that does (with claude's
 /// weights a barely matching memory from yesterday beats the best match from last month). Here
 /// relevance scales recency and authority: among memories that match, newer and more trusted ones win;
-/// a memory that does not match gets little, however new. Items without a score count as
-/// [`UNSCORED_RELEVANCE`].
+/// a memory that does not match gets little, however new (docs/protocol.md, "Where cmp departs from
+/// the reference protocol"). Items without a score count as [`UNSCORED_RELEVANCE`].
 pub fn utility(item: &Item, prior: f64, profile: &Profile) -> f64 {
     let (wr, wc, wa) = profile.weights;
     let r = item.relevance.unwrap_or(UNSCORED_RELEVANCE);
