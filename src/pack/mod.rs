@@ -259,7 +259,8 @@ fn upgrades(
     // No step beyond the profile's largest budget can ever be taken: stop there, so a memory of
     // megabytes costs no more steps than one that fills the largest pack.
     let ceiling = p.profile.pack_token_budget as usize + MAX_STEP_TOKENS;
-    let mut out = std::collections::VecDeque::new();
+    // Each step with the cost of the item after it, in increasing cost.
+    let mut grown: Vec<(String, Option<&'static str>, usize)> = Vec::new();
     let mut cur = admit.cost;
     let mut shown = m.content_tokens(&admit.content);
     let text_tokens = m.content_tokens(text).min(ceiling + 1);
@@ -274,15 +275,27 @@ fn upgrades(
         };
         let c = m.cost(item, &content, tag, folded);
         // The full text ends the growth even when it costs no more than the step before it (it
-        // replaces summary + partial text); the pack is charged the largest cost on the way.
+        // replaces summary + partial text).
         if c > cur || tag.is_none() {
-            out.push_back(Step { item: idx, content, compressed: tag, cost: c.saturating_sub(cur) });
+            grown.push((content, tag, c));
             cur = cur.max(c);
         }
         if tag.is_none() || cur > ceiling {
             break;
         }
         shown = target;
+    }
+    // A partial step that costs as much as the full text is no step: the full text replaces it, so
+    // an item is never charged more than its full text.
+    if let Some(&(_, None, full)) = grown.last() {
+        let keep = grown.iter().take_while(|g| g.2 < full).count();
+        grown.drain(keep..grown.len() - 1);
+    }
+    let mut out = std::collections::VecDeque::new();
+    let mut cur = admit.cost;
+    for (content, compressed, c) in grown {
+        out.push_back(Step { item: idx, content, compressed, cost: c.saturating_sub(cur) });
+        cur = cur.max(c);
     }
     out
 }
@@ -315,6 +328,15 @@ fn admission(item: &Item, p: &Params<'_>, ladder: bool) -> (String, Option<&'sta
 pub(crate) fn plan(idx: usize, item: &Item, p: &Params<'_>, ladder: bool, folded: &[String]) -> Plan {
     let (content, tag) = admission(item, p, ladder);
     let cost = p.meter.cost(item, &content, tag, folded);
+    // A short text whose rung costs as much as the text itself (its `why.compressed` outweighs what
+    // the rung saves) enters as the text.
+    if tag.is_some() && p.meter.content_tokens(&item.content) <= MAX_STEP_TOKENS {
+        let full = p.meter.cost(item, &item.content, None, folded);
+        if full <= cost {
+            let admit = Step { item: idx, content: item.content.clone(), compressed: None, cost: full };
+            return Plan { upgrades: std::collections::VecDeque::new(), admit };
+        }
+    }
     let admit = Step { item: idx, content, compressed: tag, cost };
     Plan { upgrades: upgrades(idx, item, p, &admit, folded), admit }
 }
