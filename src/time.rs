@@ -1,9 +1,22 @@
 //! ISO-8601 timestamps: a strict parser (so bad input is an error, not a silent mis-ordering) and the
-//! formatter used for every timestamp cmp writes.
+//! formatter used for every timestamp cmp writes. The calendar (month lengths, leap years, day
+//! numbers) is `jiff`'s; the grammar is ours, narrower than the RFC 3339 / RFC 9557 forms `jiff`'s own
+//! parser takes: no basic format (`20260601`), no `[zone]` annotation, no offset seconds, offsets
+//! below 24 hours, a fraction of any length, and a leap second counted as a whole second.
+
+use jiff::civil::Date;
+use jiff::Span;
 
 /// Seconds since the Unix epoch, as f64 (sub-second precision kept).
 pub type Epoch = f64;
 
+/// 1970-01-01, day 0 of [`Epoch`].
+const EPOCH: Date = Date::constant(1970, 1, 1);
+
+/// Days in 400 Gregorian years: the calendar repeats with this period.
+const CYCLE_DAYS: i64 = 146_097;
+
+/// An unsigned decimal of ASCII digits only (no sign, no other script's digits).
 fn num(s: &[u8]) -> Option<i64> {
     if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
         return None;
@@ -11,107 +24,88 @@ fn num(s: &[u8]) -> Option<i64> {
     std::str::from_utf8(s).ok()?.parse().ok()
 }
 
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    // Howard Hinnant's algorithm: days since 1970-01-01 in the proleptic Gregorian calendar.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// `YYYY-MM-DD` (a real calendar date) as seconds since the epoch.
+fn date_secs(b: &[u8]) -> Option<i64> {
+    let [_, _, _, _, b'-', _, _, b'-', _, _] = b else { return None };
+    let (y, m, d) = (num(&b[0..4])?, num(&b[5..7])?, num(&b[8..10])?);
+    let date = Date::new(y as i16, m as i8, d as i8).ok()?;
+    Some(date.duration_since(EPOCH).as_secs())
 }
 
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        _ => 28,
-    }
-}
-
-/// Parses `YYYY-MM-DD`, optionally followed by `T` or a space, `HH:MM[:SS[.fraction]]` and a zone
-/// (`Z` or `±HH:MM`/`±HHMM`; none means UTC). Returns None for anything else.
-pub fn parse(s: &str) -> Option<Epoch> {
-    let b = s.trim().as_bytes();
-    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+/// `HH:MM[:SS[(.|,)fraction]]` followed by the zone: (whole seconds into the day, fraction, zone).
+/// A second of 60 (a leap second) counts as one more second.
+fn clock(b: &[u8]) -> Option<(i64, f64, &[u8])> {
+    if b.len() < 5 || b[2] != b':' {
         return None;
     }
-    let (y, mo, d) = (num(&b[0..4])?, num(&b[5..7])?, num(&b[8..10])?);
-    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) {
-        return None;
-    }
-    let mut secs = days_from_civil(y, mo, d) as f64 * 86_400.0;
-    let rest = &b[10..];
-    if rest.is_empty() {
-        return Some(secs);
-    }
-    if rest[0] != b'T' && rest[0] != b't' && rest[0] != b' ' {
-        return None;
-    }
-    let rest = &rest[1..];
-    if rest.len() < 5 || rest[2] != b':' {
-        return None;
-    }
-    let (h, mi) = (num(&rest[0..2])?, num(&rest[3..5])?);
+    let (h, mi) = (num(&b[0..2])?, num(&b[3..5])?);
     if h > 23 || mi > 59 {
         return None;
     }
-    secs += (h * 3600 + mi * 60) as f64;
+    let mut secs = h * 3600 + mi * 60;
+    let mut frac = 0.0;
     let mut i = 5;
-    if rest.len() > i && rest[i] == b':' {
-        let sec = num(rest.get(i + 1..i + 3)?)?;
+    if b.get(i) == Some(&b':') {
+        let sec = num(b.get(i + 1..i + 3)?)?;
         if sec > 60 {
             return None;
         }
-        secs += sec as f64;
+        secs += sec;
         i += 3;
-        if rest.len() > i && (rest[i] == b'.' || rest[i] == b',') {
-            let start = i + 1;
-            let mut end = start;
-            while end < rest.len() && rest[end].is_ascii_digit() {
-                end += 1;
-            }
-            if end == start {
+        if matches!(b.get(i), Some(b'.' | b',')) {
+            let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if digits == 0 {
                 return None;
             }
-            let frac: f64 = std::str::from_utf8(&rest[i..end]).ok()?.replace(',', ".").parse().ok()?;
-            secs += frac;
+            let end = i + 1 + digits;
+            frac = std::str::from_utf8(&b[i..end]).ok()?.replace(',', ".").parse().ok()?;
             i = end;
         }
     }
-    let zone = &rest[i..];
-    match zone {
-        [] | [b'Z'] | [b'z'] => Some(secs),
-        [sign @ (b'+' | b'-'), tail @ ..] => {
-            let (zh, zm) = match tail {
-                [a, b2, b':', c, e] => (num(&[*a, *b2])?, num(&[*c, *e])?),
-                [a, b2, c, e] => (num(&[*a, *b2])?, num(&[*c, *e])?),
-                [a, b2] => (num(&[*a, *b2])?, 0),
-                _ => return None,
-            };
-            if zh > 23 || zm > 59 {
-                return None;
-            }
-            let off = (zh * 3600 + zm * 60) as f64;
-            Some(if *sign == b'+' { secs - off } else { secs + off })
-        }
-        _ => None,
+    Some((secs, frac, &b[i..]))
+}
+
+/// The zone after a clock, as seconds east of UTC: none, `Z`, or `±HH[[:]MM]`.
+fn offset(zone: &[u8]) -> Option<i64> {
+    let (sign, tail) = match zone {
+        [] | [b'Z' | b'z'] => return Some(0),
+        [b'+', tail @ ..] => (1, tail),
+        [b'-', tail @ ..] => (-1, tail),
+        _ => return None,
+    };
+    let (h, m) = match tail {
+        [a, b, b':', c, d] | [a, b, c, d] => (num(&[*a, *b])?, num(&[*c, *d])?),
+        [a, b] => (num(&[*a, *b])?, 0),
+        _ => return None,
+    };
+    if h > 23 || m > 59 {
+        return None;
     }
+    Some(sign * (h * 3600 + m * 60))
+}
+
+/// Parses `YYYY-MM-DD`, optionally followed by `T` or a space, `HH:MM[:SS[.fraction]]` and a zone
+/// (`Z` or `±HH:MM`/`±HHMM`/`±HH`; none means UTC). Returns None for anything else.
+pub fn parse(s: &str) -> Option<Epoch> {
+    let b = s.trim().as_bytes();
+    let day = date_secs(b.get(..10)?)?;
+    let rest = &b[10..];
+    let Some((sep, rest)) = rest.split_first() else { return Some(day as f64) };
+    if !matches!(sep, b'T' | b't' | b' ') {
+        return None;
+    }
+    let (secs, frac, zone) = clock(rest)?;
+    let off = offset(zone)?;
+    Some(((day + secs) as f64 + frac) - off as f64)
+}
+
+/// The civil date `days` after 1970-01-01, for any `days`: `jiff`'s calendar, moved by whole 400-year
+/// cycles into its range (years -9999..=9999) and back.
+fn civil(days: i64) -> (i64, i8, i8) {
+    let cycles = days.div_euclid(CYCLE_DAYS);
+    // Within 1970..2370, so always in range.
+    let date = EPOCH.checked_add(Span::new().days(days.rem_euclid(CYCLE_DAYS))).unwrap_or(EPOCH);
+    (i64::from(date.year()) + 400 * cycles, date.month(), date.day())
 }
 
 /// Formats as `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds).
@@ -119,7 +113,7 @@ pub fn format(t: Epoch) -> String {
     let secs = t.floor() as i64;
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = civil(days);
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
