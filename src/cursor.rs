@@ -175,3 +175,81 @@ pub fn verify(conn: &Connection, cursor: &str) -> Result<(&'static str, Value)> 
         _ => bad(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use serde_json::json;
+
+    /// A database with only what cursors need: the per-database secret.
+    fn db(secret: &str) -> Connection {
+        let conn = Connection::open_in_memory().expect("in-memory database");
+        conn.execute_batch("CREATE TABLE cmp_meta(key TEXT PRIMARY KEY, value TEXT)").expect("cmp_meta");
+        conn.execute("INSERT INTO cmp_meta VALUES ('secret', ?1)", [secret]).expect("secret");
+        conn
+    }
+
+    fn pack_payload() -> Value {
+        json!({"now": 1780272000.5, "as_of": null, "budget": 1200, "offset": 8, "scope": "team|a~b",
+            "model": "claude", "query_embedding": [0.5, -1.0], "task": "when | does ~atlas ship?"})
+    }
+
+    fn is_invalid(r: Result<(&'static str, Value)>) -> bool {
+        matches!(r, Err(Error::Cursor(m)) if m == "cursor is invalid: it was altered, truncated, or issued by another database")
+    }
+
+    #[test]
+    fn cursors_round_trip() {
+        let conn = db("s1");
+        let mql = json!({"mql": {"find": "atlas", "offset": 8}});
+        let c = sign(&conn, MQL_PREFIX, &mql).unwrap();
+        assert!(c.starts_with(MQL_PREFIX));
+        assert_eq!(verify(&conn, &c).unwrap(), (MQL_PREFIX, mql));
+        let p = pack_payload();
+        let c = sign(&conn, PACK_PREFIX, &p).unwrap();
+        assert!(c.starts_with("cmpc:1780272000.5||1200|8|team~pa~~b|claude|"), "{c}");
+        assert_eq!(verify(&conn, &c).unwrap(), (PACK_PREFIX, p));
+    }
+
+    #[test]
+    fn altered_truncated_and_foreign_cursors_are_refused() {
+        let conn = db("s1");
+        for prefix in [MQL_PREFIX, PACK_PREFIX] {
+            let payload = if prefix == PACK_PREFIX { pack_payload() } else { json!({"mql": {"find": "x"}}) };
+            let c = sign(&conn, prefix, &payload).unwrap();
+            let (body, tag) = c.rsplit_once('.').unwrap();
+            let flipped = format!("{}{}", &body[..body.len() - 1], if body.ends_with('A') { 'B' } else { 'A' });
+            for bad in [
+                format!("{flipped}.{tag}"),
+                c[..c.len() - 2].to_string(),
+                body.to_string(),
+                format!("{body}.{tag}="),
+                c.replacen(prefix, if prefix == MQL_PREFIX { PACK_PREFIX } else { MQL_PREFIX }, 1),
+                format!("xyz:{}", &c[prefix.len()..]),
+                String::new(),
+            ] {
+                assert!(is_invalid(verify(&conn, &bad)), "{bad}");
+            }
+            assert!(is_invalid(verify(&db("s2"), &c)), "another database's secret");
+        }
+        assert!(is_invalid(verify(&conn, &format!("{MQL_PREFIX}{}", "a".repeat(MAX_CURSOR_BYTES)))));
+    }
+
+    #[test]
+    fn a_database_without_the_schema_has_no_cursors() {
+        let conn = Connection::open_in_memory().unwrap();
+        assert!(matches!(sign(&conn, MQL_PREFIX, &json!({})), Err(Error::Schema(_))));
+        assert!(matches!(verify(&conn, "mqlc:e30.AAAA"), Err(Error::Schema(_))));
+    }
+
+    #[test]
+    fn pack_fields_escape_their_separator() {
+        for s in ["", "a|b", "a~b", "~p", "||~~", "ünïcode|~"] {
+            assert_eq!(unescape(&escape(s)).as_deref(), Some(s));
+            assert!(!escape(s).contains('|'));
+        }
+        assert_eq!(unescape("~x"), None);
+        assert_eq!(unescape("dangling~"), None);
+    }
+}
