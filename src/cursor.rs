@@ -183,11 +183,11 @@ mod tests {
     use serde_json::json;
 
     /// A database with only what cursors need: the per-database secret.
-    fn db(secret: &str) -> Connection {
-        let conn = Connection::open_in_memory().expect("in-memory database");
-        conn.execute_batch("CREATE TABLE cmp_meta(key TEXT PRIMARY KEY, value TEXT)").expect("cmp_meta");
-        conn.execute("INSERT INTO cmp_meta VALUES ('secret', ?1)", [secret]).expect("secret");
-        conn
+    fn db(secret: &str) -> Result<Connection> {
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch("CREATE TABLE cmp_meta(key TEXT PRIMARY KEY, value TEXT)")?;
+        conn.execute("INSERT INTO cmp_meta VALUES ('secret', ?1)", [secret])?;
+        Ok(conn)
     }
 
     fn pack_payload() -> Value {
@@ -200,25 +200,26 @@ mod tests {
     }
 
     #[test]
-    fn cursors_round_trip() {
-        let conn = db("s1");
+    fn cursors_round_trip() -> Result<()> {
+        let conn = db("s1")?;
         let mql = json!({"mql": {"find": "atlas", "offset": 8}});
-        let c = sign(&conn, MQL_PREFIX, &mql).unwrap();
+        let c = sign(&conn, MQL_PREFIX, &mql)?;
         assert!(c.starts_with(MQL_PREFIX));
-        assert_eq!(verify(&conn, &c).unwrap(), (MQL_PREFIX, mql));
+        assert_eq!(verify(&conn, &c)?, (MQL_PREFIX, mql));
         let p = pack_payload();
-        let c = sign(&conn, PACK_PREFIX, &p).unwrap();
+        let c = sign(&conn, PACK_PREFIX, &p)?;
         assert!(c.starts_with("cmpc:1780272000.5||1200|8|team~pa~~b|claude|"), "{c}");
-        assert_eq!(verify(&conn, &c).unwrap(), (PACK_PREFIX, p));
+        assert_eq!(verify(&conn, &c)?, (PACK_PREFIX, p));
+        Ok(())
     }
 
     #[test]
-    fn altered_truncated_and_foreign_cursors_are_refused() {
-        let conn = db("s1");
+    fn altered_truncated_and_foreign_cursors_are_refused() -> Result<()> {
+        let conn = db("s1")?;
         for prefix in [MQL_PREFIX, PACK_PREFIX] {
             let payload = if prefix == PACK_PREFIX { pack_payload() } else { json!({"mql": {"find": "x"}}) };
-            let c = sign(&conn, prefix, &payload).unwrap();
-            let (body, tag) = c.rsplit_once('.').unwrap();
+            let c = sign(&conn, prefix, &payload)?;
+            let (body, tag) = c.rsplit_once('.').expect("a signed cursor has a tag");
             let flipped = format!("{}{}", &body[..body.len() - 1], if body.ends_with('A') { 'B' } else { 'A' });
             for bad in [
                 format!("{flipped}.{tag}"),
@@ -231,16 +232,18 @@ mod tests {
             ] {
                 assert!(is_invalid(verify(&conn, &bad)), "{bad}");
             }
-            assert!(is_invalid(verify(&db("s2"), &c)), "another database's secret");
+            assert!(is_invalid(verify(&db("s2")?, &c)), "another database's secret");
         }
         assert!(is_invalid(verify(&conn, &format!("{MQL_PREFIX}{}", "a".repeat(MAX_CURSOR_BYTES)))));
+        Ok(())
     }
 
     #[test]
-    fn a_database_without_the_schema_has_no_cursors() {
-        let conn = Connection::open_in_memory().unwrap();
+    fn a_database_without_the_schema_has_no_cursors() -> Result<()> {
+        let conn = Connection::open_in_memory()?;
         assert!(matches!(sign(&conn, MQL_PREFIX, &json!({})), Err(Error::Schema(_))));
         assert!(matches!(verify(&conn, "mqlc:e30.AAAA"), Err(Error::Schema(_))));
+        Ok(())
     }
 
     #[test]
