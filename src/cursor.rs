@@ -4,7 +4,7 @@
 //! the model reads, so it carries its fields as plain text joined by `|` and a 96-bit tag. A forged, altered, truncated or foreign-database cursor fails to verify and
 //! is an error, never a wider read.
 
-use crate::error::{fail, Result};
+use crate::error::{Error, Result};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
 use hmac::{Hmac, Mac};
@@ -19,11 +19,11 @@ pub const PACK_PREFIX: &str = "cmpc:";
 /// Longest cursor accepted, in bytes.
 pub const MAX_CURSOR_BYTES: usize = 256 * 1024;
 
-fn mac(conn: &Connection, func: &str) -> Result<Hmac<Sha256>> {
+fn mac(conn: &Connection) -> Result<Hmac<Sha256>> {
     let Some(secret) = crate::store::meta(conn, "secret") else {
-        return fail(func, "the cmp schema is missing; run SELECT cmp_init() first");
+        return Err(Error::Schema("the cmp schema is missing; run SELECT cmp_init() first".into()));
     };
-    Hmac::<Sha256>::new_from_slice(secret.as_bytes()).or_else(|_| fail(func, "cannot key the cursor hash"))
+    Hmac::<Sha256>::new_from_slice(secret.as_bytes()).map_err(|_| Error::Internal("cannot key the cursor hash".into()))
 }
 
 /// The fields of a pack cursor, in their order in its body.
@@ -125,17 +125,17 @@ fn parse_pack_body(body: &str) -> Option<Value> {
 }
 
 /// Signs `payload` as a cursor with `prefix`.
-pub fn sign(conn: &Connection, func: &str, prefix: &str, payload: &Value) -> Result<String> {
+pub fn sign(conn: &Connection, prefix: &str, payload: &Value) -> Result<String> {
     if prefix == PACK_PREFIX {
         let body = pack_body(payload);
-        let mut m = mac(conn, func)?;
+        let mut m = mac(conn)?;
         m.update(prefix.as_bytes());
         m.update(body.as_bytes());
         let tag = B64.encode(&m.finalize().into_bytes()[..PACK_TAG_BYTES]);
         return Ok(format!("{prefix}{body}.{tag}"));
     }
     let body = B64.encode(payload.to_string());
-    let mut m = mac(conn, func)?;
+    let mut m = mac(conn)?;
     m.update(prefix.as_bytes());
     m.update(body.as_bytes());
     let tag = B64.encode(m.finalize().into_bytes());
@@ -143,8 +143,9 @@ pub fn sign(conn: &Connection, func: &str, prefix: &str, payload: &Value) -> Res
 }
 
 /// Verifies a cursor and returns (prefix, payload).
-pub fn verify(conn: &Connection, func: &str, cursor: &str) -> Result<(&'static str, Value)> {
-    let bad = || fail(func, "cursor is invalid: it was altered, truncated, or issued by another database");
+pub fn verify(conn: &Connection, cursor: &str) -> Result<(&'static str, Value)> {
+    let bad =
+        || Err(Error::Cursor("cursor is invalid: it was altered, truncated, or issued by another database".into()));
     if cursor.len() > MAX_CURSOR_BYTES {
         return bad();
     }
@@ -162,7 +163,7 @@ pub fn verify(conn: &Connection, func: &str, cursor: &str) -> Result<(&'static s
     let Ok(tag) = B64.decode(tag) else {
         return bad();
     };
-    let mut m = mac(conn, func)?;
+    let mut m = mac(conn)?;
     m.update(prefix.as_bytes());
     m.update(body.as_bytes());
     if prefix == PACK_PREFIX {
@@ -189,6 +190,83 @@ pub fn verify(conn: &Connection, func: &str, cursor: &str) -> Result<(&'static s
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
+    use serde_json::json;
+
+    /// A database with only what cursors need: the per-database secret.
+    fn db(secret: &str) -> Result<Connection> {
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch("CREATE TABLE cmp_meta(key TEXT PRIMARY KEY, value TEXT)")?;
+        conn.execute("INSERT INTO cmp_meta VALUES ('secret', ?1)", [secret])?;
+        Ok(conn)
+    }
+
+    fn pack_payload() -> Value {
+        json!({"now": 1780272000.5, "as_of": null, "budget": 1200, "offset": 8, "scope": "team|a~b",
+            "model": "claude", "query_embedding": [0.5, -1.0], "task": "when | does ~atlas ship?"})
+    }
+
+    fn is_invalid(r: Result<(&'static str, Value)>) -> bool {
+        matches!(r, Err(Error::Cursor(m)) if m == "cursor is invalid: it was altered, truncated, or issued by another database")
+    }
+
+    #[test]
+    fn cursors_round_trip() -> Result<()> {
+        let conn = db("s1")?;
+        let mql = json!({"mql": {"find": "atlas", "offset": 8}});
+        let c = sign(&conn, MQL_PREFIX, &mql)?;
+        assert!(c.starts_with(MQL_PREFIX));
+        assert_eq!(verify(&conn, &c)?, (MQL_PREFIX, mql));
+        let p = pack_payload();
+        let c = sign(&conn, PACK_PREFIX, &p)?;
+        assert!(c.starts_with("cmpc:1780272000.5||1200|8|team~pa~~b|claude|"), "{c}");
+        assert_eq!(verify(&conn, &c)?, (PACK_PREFIX, p));
+        Ok(())
+    }
+
+    #[test]
+    fn altered_truncated_and_foreign_cursors_are_refused() -> Result<()> {
+        let conn = db("s1")?;
+        for prefix in [MQL_PREFIX, PACK_PREFIX] {
+            let payload = if prefix == PACK_PREFIX { pack_payload() } else { json!({"mql": {"find": "x"}}) };
+            let c = sign(&conn, prefix, &payload)?;
+            let (body, tag) = c.rsplit_once('.').expect("a signed cursor has a tag");
+            let flipped = format!("{}{}", &body[..body.len() - 1], if body.ends_with('A') { 'B' } else { 'A' });
+            for bad in [
+                format!("{flipped}.{tag}"),
+                c[..c.len() - 2].to_string(),
+                body.to_string(),
+                format!("{body}.{tag}="),
+                c.replacen(prefix, if prefix == MQL_PREFIX { PACK_PREFIX } else { MQL_PREFIX }, 1),
+                format!("xyz:{}", &c[prefix.len()..]),
+                String::new(),
+            ] {
+                assert!(is_invalid(verify(&conn, &bad)), "{bad}");
+            }
+            assert!(is_invalid(verify(&db("s2")?, &c)), "another database's secret");
+        }
+        assert!(is_invalid(verify(&conn, &format!("{MQL_PREFIX}{}", "a".repeat(MAX_CURSOR_BYTES)))));
+        Ok(())
+    }
+
+    #[test]
+    fn a_database_without_the_schema_has_no_cursors() -> Result<()> {
+        let conn = Connection::open_in_memory()?;
+        assert!(matches!(sign(&conn, MQL_PREFIX, &json!({})), Err(Error::Schema(_))));
+        assert!(matches!(verify(&conn, "mqlc:e30.AAAA"), Err(Error::Schema(_))));
+        Ok(())
+    }
+
+    #[test]
+    fn pack_fields_escape_their_separator() {
+        for s in ["", "a|b", "a~b", "~p", "||~~", "ünïcode|~"] {
+            assert_eq!(unescape(&escape(s)).as_deref(), Some(s));
+            assert!(!escape(s).contains('|'));
+        }
+        assert_eq!(unescape("~x"), None);
+        assert_eq!(unescape("dangling~"), None);
+    }
+
     use crate::tokens::Counter;
 
     /// Whatever the database's key, a tag adds at most [`PACK_TAG_TOKENS`] to an output.

@@ -111,7 +111,7 @@ pub fn parse_entities(json: &str) -> Vec<String> {
 }
 
 /// Creates or upgrades the schema. Idempotent.
-pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
+pub fn init(conn: &Connection) -> crate::error::Result<i64> {
     let has_meta: bool = conn
         .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'cmp_meta'", [], |r| {
             r.get::<_, i64>(0)
@@ -125,11 +125,9 @@ pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
     };
     if let Some(v) = current {
         if v > SCHEMA_VERSION {
-            return Err(crate::error::CmpError::new(
-                "cmp_init",
-                format!("database schema version {v} is newer than this extension's ({SCHEMA_VERSION}); upgrade cmp"),
-            )
-            .into());
+            return Err(crate::error::Error::Schema(format!(
+                "database schema version {v} is newer than this extension's ({SCHEMA_VERSION}); upgrade cmp"
+            )));
         }
         if v == SCHEMA_VERSION {
             return Ok(v);
@@ -138,7 +136,7 @@ pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
     if let Some(why) = unwritable(conn) {
         let msg =
             format!("the schema needs creating or upgrading, which cannot be done here: {why}; run it on the primary");
-        return Err(crate::error::CmpError::new("cmp_init", msg).into());
+        return Err(crate::error::Error::Unwritable(msg));
     }
     // All-or-nothing: a failure leaves the database as it was.
     conn.execute_batch("SAVEPOINT cmp_init")?;
@@ -160,7 +158,7 @@ pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
         }
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK TO cmp_init; RELEASE cmp_init");
-            Err(e)
+            Err(e.into())
         }
     }
 }
@@ -243,17 +241,16 @@ pub fn live_head(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<O
 
 /// Stores a pin (sha → canonical bytes). The same sha always denotes the same bytes: a collision
 /// with different bytes is refused.
-pub fn put_pin(conn: &Connection, sha: &str, bytes: &str, at: &str) -> rusqlite::Result<()> {
+pub fn put_pin(conn: &Connection, sha: &str, bytes: &str, at: &str) -> crate::error::Result<()> {
     let existing: Option<String> =
         conn.query_row("SELECT bytes FROM cmp_pins WHERE sha = ?1", [sha], |r| r.get(0)).optional()?;
     match existing {
         Some(b) if b == bytes => Ok(()),
-        Some(_) => {
-            Err(crate::error::CmpError::new("cmp_context", format!("pin {sha} already denotes other bytes")).into())
+        Some(_) => Err(crate::error::Error::Conflict(format!("pin {sha} already denotes other bytes"))),
+        None => {
+            conn.execute("INSERT INTO cmp_pins(sha, bytes, created_at) VALUES (?1, ?2, ?3)", params![sha, bytes, at])?;
+            Ok(())
         }
-        None => conn
-            .execute("INSERT INTO cmp_pins(sha, bytes, created_at) VALUES (?1, ?2, ?3)", params![sha, bytes, at])
-            .map(|_| ()),
     }
 }
 

@@ -5,7 +5,7 @@ use super::query::{resume, whole};
 use crate::context::{self, Request};
 use crate::cursor;
 use crate::envelope::memory_object;
-use crate::error::{fail, CmpError, Result};
+use crate::error::{Error, Result};
 use crate::options::{self, Options};
 use crate::pack::{Item, Layer};
 use crate::retrieve::{Query, ELIGIBLE, VISIBLE};
@@ -26,12 +26,11 @@ fn readable(conn: &Connection, id: &str, o: &Options) -> rusqlite::Result<Option
     }))
 }
 
-fn document(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> {
-    let sql_err = |e| CmpError::sql(f, e);
-    if let Some(m) = readable(conn, r, o).map_err(sql_err)? {
+fn document(conn: &Connection, r: &str, o: &Options) -> Result<Value> {
+    if let Some(m) = readable(conn, r, o)? {
         // Never reveal the id of a replacement the caller could not read.
         let superseded_by = match &m.superseded_by {
-            Some(s) => readable(conn, s, o).map_err(sql_err)?.map(|x| x.id),
+            Some(s) => readable(conn, s, o)?.map(|x| x.id),
             None => None,
         };
         let doc = json!({
@@ -53,46 +52,37 @@ fn document(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> {
                     "entities": x.get::<_, Option<String>>(4)?.as_deref().map(store::parse_entities).unwrap_or_default()}))
             },
         )
-        .optional()
-        .map_err(sql_err)?;
+        .optional()?;
     let found = task.is_some();
     Ok(json!({"ref": r, "direction": "document", "found": found, "document": task}))
 }
 
-fn neighbors(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> {
-    let sql_err = |e| CmpError::sql(f, e);
-    let Some(m) = readable(conn, r, o).map_err(sql_err)? else {
+fn neighbors(conn: &Connection, r: &str, o: &Options) -> Result<Value> {
+    let Some(m) = readable(conn, r, o)? else {
         return Ok(json!({"ref": r, "direction": "neighbors", "found": false, "neighbors": []}));
     };
     let q = Query::new("", &o.scope, o.now);
-    let mut ents = conn
-        .prepare_cached(
-            "SELECT e.id, e.name FROM cmp_memory_entities AS l JOIN cmp_entities AS e ON e.id = l.entity_id
+    let mut ents = conn.prepare_cached(
+        "SELECT e.id, e.name FROM cmp_memory_entities AS l JOIN cmp_entities AS e ON e.id = l.entity_id
              WHERE l.rid = ?1 ORDER BY e.name",
-        )
-        .map_err(sql_err)?;
-    let ents: Vec<(i64, String)> = ents
-        .query_map([m.rid], |x| Ok((x.get(0)?, x.get(1)?)))
-        .map_err(sql_err)?
-        .collect::<rusqlite::Result<_>>()
-        .map_err(sql_err)?;
+    )?;
+    let ents: Vec<(i64, String)> =
+        ents.query_map([m.rid], |x| Ok((x.get(0)?, x.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
     let sql = format!(
         "SELECT {MEMORY_COLS} FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
          WHERE l.entity_id = :e AND m.rid <> :rid AND {ELIGIBLE} AND {VISIBLE}
          ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n"
     );
-    let mut st = conn.prepare_cached(&sql).map_err(sql_err)?;
+    let mut st = conn.prepare_cached(&sql)?;
     let mut out = Vec::new();
     for (eid, name) in ents {
-        let rows = st
-            .query_map(
-                named_params! {":e": eid, ":rid": m.rid, ":scope": q.scope, ":h": q.horizon_jd, ":n": PAGE as i64},
-                memory_from_row,
-            )
-            .map_err(sql_err)?;
+        let rows = st.query_map(
+            named_params! {":e": eid, ":rid": m.rid, ":scope": q.scope, ":h": q.horizon_jd, ":n": PAGE as i64},
+            memory_from_row,
+        )?;
         let mut items = Vec::new();
         for x in rows {
-            let mem = x.map_err(sql_err)?;
+            let mem = x?;
             let c = crate::retrieve::Candidate {
                 mem,
                 relevance: None,
@@ -111,15 +101,15 @@ fn neighbors(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> 
     Ok(json!({"ref": r, "direction": "neighbors", "found": true, "neighbors": out}))
 }
 
-fn pack_page(conn: &Connection, f: &str, p: &Value, o: &Options) -> Result<Value> {
-    let bad = || CmpError::new(f, "cursor is invalid: it carries no pack parameters");
+fn pack_page(conn: &Connection, p: &Value, o: &Options) -> Result<Value> {
+    let bad = || Error::Cursor("cursor is invalid: it carries no pack parameters".into());
     let task = p["task"].as_str().ok_or_else(bad)?;
     let model = p["model"].as_str();
     let budget = p["budget"].as_i64().ok_or_else(bad)?;
     let offset = p["offset"].as_u64().ok_or_else(bad)? as usize;
     let scope = p["scope"].as_str().ok_or_else(bad)?.to_string();
     if scope != o.scope {
-        return fail(f, "cursor was issued for another scope");
+        return Err(Error::Cursor("cursor was issued for another scope".into()));
     }
     let qe: Option<Vec<f32>> = match &p["query_embedding"] {
         Value::Array(a) => Some(a.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect()),
@@ -133,7 +123,7 @@ fn pack_page(conn: &Connection, f: &str, p: &Value, o: &Options) -> Result<Value
         query_embedding: qe,
         ..Options::default()
     };
-    let req = Request { func: f, task, model, budget: Some(budget), options: &opts };
+    let req = Request { task, model, budget: Some(budget), options: &opts };
     let built = context::build(conn, &req)?;
     let excluded: Vec<Item> = built.pack.excluded;
     let end = (offset + PAGE).min(excluded.len());
@@ -148,7 +138,7 @@ fn pack_page(conn: &Connection, f: &str, p: &Value, o: &Options) -> Result<Value
     let cursor = if has_more {
         let mut next = p.clone();
         next["offset"] = json!(end);
-        Some(cursor::sign(conn, f, cursor::PACK_PREFIX, &next)?)
+        Some(cursor::sign(conn, cursor::PACK_PREFIX, &next)?)
     } else {
         None
     };
@@ -158,39 +148,40 @@ fn pack_page(conn: &Connection, f: &str, p: &Value, o: &Options) -> Result<Value
 
 /// `cmp_expand(ref [, direction [, options]])`.
 pub fn expand(ctx: &rusqlite::functions::Context<'_>) -> Result<String> {
-    let f = "cmp_expand";
-    args::arity(ctx, f, 1, 3, "1 to 3 arguments (ref [, direction [, options]])")?;
-    let Some(r) = args::opt_text(ctx, f, 0, "ref")? else { return fail(f, "ref must not be NULL") };
-    let direction = args::opt_text(ctx, f, 1, "direction")?.unwrap_or_else(|| "document".into());
-    let mut o = options::parse(f, args::opt_text(ctx, f, 2, "options")?.as_deref(), OPTIONS)?;
-    let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql(f, e))?;
+    args::arity(ctx, 1, 3, "1 to 3 arguments (ref [, direction [, options]])")?;
+    let Some(r) = args::opt_text(ctx, 0, "ref")? else { return Err(Error::invalid("ref", "must not be NULL")) };
+    let direction = args::opt_text(ctx, 1, "direction")?.unwrap_or_else(|| "document".into());
+    let mut o = options::parse(args::opt_text(ctx, 2, "options")?.as_deref(), OPTIONS)?;
+    let conn = unsafe { ctx.get_connection() }?;
     let v = match direction.as_str() {
         "document" => {
-            super::require_schema(&conn, f)?;
-            document(&conn, f, &r, &o)?
+            super::require_schema(&conn)?;
+            document(&conn, &r, &o)?
         }
         "neighbors" => {
-            super::require_schema(&conn, f)?;
-            neighbors(&conn, f, &r, &o)?
+            super::require_schema(&conn)?;
+            neighbors(&conn, &r, &o)?
         }
         "more" => {
-            super::require_schema(&conn, f)?;
+            super::require_schema(&conn)?;
             let explicit_scope = o.scope_given;
-            let (prefix, payload) = cursor::verify(&conn, f, &r)?;
+            let (prefix, payload) = cursor::verify(&conn, &r)?;
             if prefix == cursor::MQL_PREFIX {
                 let cursor_scope = payload["mql"]["scope"].as_str().unwrap_or("default");
                 if explicit_scope && cursor_scope != o.scope {
-                    return fail(f, "cursor was issued for another scope");
+                    return Err(Error::Cursor("cursor was issued for another scope".into()));
                 }
-                resume(&conn, f, &payload)?
+                resume(&conn, &payload)?
             } else {
                 if !explicit_scope {
                     o.scope = payload["scope"].as_str().unwrap_or("default").to_string();
                 }
-                pack_page(&conn, f, &payload, &o)?
+                pack_page(&conn, &payload, &o)?
             }
         }
-        other => return fail(f, format!("direction must be one of document, neighbors, more, got {other:?}")),
+        other => {
+            return Err(Error::invalid("direction", format!("must be one of document, neighbors, more, got {other:?}")))
+        }
     };
     Ok(v.to_string())
 }

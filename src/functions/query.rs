@@ -4,7 +4,7 @@ use super::args;
 use crate::context::{self, Request};
 use crate::cursor;
 use crate::envelope::memory_object;
-use crate::error::{fail, CmpError, Result};
+use crate::error::{Error, Result};
 use crate::mql::{self, Mode, Mql, Row};
 use crate::options::Options;
 use crate::pack::{Item, Packed};
@@ -30,20 +30,20 @@ fn row(p: &Packed, superseded: bool) -> Row {
 }
 
 /// The unnarrowed result rows of a query.
-fn base_rows(conn: &Connection, func: &str, m: &Mql) -> Result<Vec<Row>> {
+fn base_rows(conn: &Connection, m: &Mql) -> Result<Vec<Row>> {
     match m.mode {
         Mode::Find => {
             let mut q = Query::new(&m.text, &m.scope, m.horizon());
             q.include_superseded = true;
             q.recency_limit = 0;
             q.rules_limit = 0;
-            let r = retrieve::retrieve(conn, func, &q)?;
+            let r = retrieve::retrieve(conn, &q)?;
             let mut rows = Vec::with_capacity(r.candidates.len());
             for c in r.candidates {
                 // A dangling superseded_by does not make a row superseded (as in retrieval).
                 let sup = retrieve::superseded_at(&c.mem, m.horizon())
                     && match &c.mem.superseded_by {
-                        Some(s) => crate::store::exists(conn, s).map_err(|e| CmpError::sql(func, e))?,
+                        Some(s) => crate::store::exists(conn, s)?,
                         None => false,
                     };
                 rows.push(row(&whole(context::item_from_candidate(c, m.now)), sup));
@@ -53,7 +53,7 @@ fn base_rows(conn: &Connection, func: &str, m: &Mql) -> Result<Vec<Row>> {
         Mode::Ask => {
             let o =
                 Options { now: m.now, now_given: true, as_of: m.as_of, scope: m.scope.clone(), ..Options::default() };
-            let req = Request { func, task: &m.text, model: m.model.as_deref(), budget: m.budget_tokens, options: &o };
+            let req = Request { task: &m.text, model: m.model.as_deref(), budget: m.budget_tokens, options: &o };
             let built = context::build(conn, &req)?;
             Ok(built.pack.items.iter().map(|p| row(p, false)).collect())
         }
@@ -61,8 +61,8 @@ fn base_rows(conn: &Connection, func: &str, m: &Mql) -> Result<Vec<Row>> {
 }
 
 /// Runs a validated query and returns the result object.
-pub fn run(conn: &Connection, func: &str, m: &Mql) -> Result<Value> {
-    let base = base_rows(conn, func, m)?;
+pub fn run(conn: &Connection, m: &Mql) -> Result<Value> {
+    let base = base_rows(conn, m)?;
     let from = base.len();
     let narrowed = mql::narrow(base, m);
     let to = narrowed.len();
@@ -73,7 +73,7 @@ pub fn run(conn: &Connection, func: &str, m: &Mql) -> Result<Value> {
     let cursor = if has_more {
         let mut next = m.clone();
         next.offset = end;
-        Some(cursor::sign(conn, func, cursor::MQL_PREFIX, &json!({"mql": next.to_value()}))?)
+        Some(cursor::sign(conn, cursor::MQL_PREFIX, &json!({"mql": next.to_value()}))?)
     } else {
         None
     };
@@ -99,39 +99,38 @@ pub fn run(conn: &Connection, func: &str, m: &Mql) -> Result<Value> {
 }
 
 /// Resumes a verified MQL cursor payload.
-pub fn resume(conn: &Connection, func: &str, payload: &Value) -> Result<Value> {
+pub fn resume(conn: &Connection, payload: &Value) -> Result<Value> {
     let Some(Value::Object(map)) = payload.get("mql") else {
-        return fail(func, "cursor is invalid: it carries no query");
+        return Err(Error::Cursor("cursor is invalid: it carries no query".into()));
     };
-    let m = mql::from_map(func, map)?;
-    run(conn, func, &m)
+    let m = mql::from_map(map)?;
+    run(conn, &m)
 }
 
 /// `cmp_query(mql)`. `{"cursor": "mqlc:…"}` resumes a cursor.
 pub fn query(ctx: &Context<'_>) -> Result<String> {
-    let f = "cmp_query";
-    args::arity(ctx, f, 1, 1, "1 argument (mql JSON)")?;
-    let Some(text) = args::opt_text(ctx, f, 0, "mql")? else {
-        return fail(f, "mql must be a JSON object, got NULL");
+    args::arity(ctx, 1, 1, "1 argument (mql JSON)")?;
+    let Some(text) = args::opt_text(ctx, 0, "mql")? else {
+        return Err(Error::invalid("mql", "must be a JSON object, got NULL"));
     };
-    let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql(f, e))?;
+    let conn = unsafe { ctx.get_connection() }?;
     if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&text) {
         if let Some(c) = map.get("cursor") {
             if map.len() != 1 {
-                return fail(f, "cursor must be given alone: {\"cursor\": \"mqlc:…\"}");
+                return Err(Error::usage("cursor must be given alone: {\"cursor\": \"mqlc:…\"}"));
             }
-            let Some(c) = c.as_str() else { return fail(f, "cursor must be a string") };
-            super::require_schema(&conn, f)?;
-            let (prefix, payload) = cursor::verify(&conn, f, c)?;
+            let Some(c) = c.as_str() else { return Err(Error::invalid("cursor", "must be a string")) };
+            super::require_schema(&conn)?;
+            let (prefix, payload) = cursor::verify(&conn, c)?;
             if prefix != cursor::MQL_PREFIX {
-                return fail(f, "cursor is a pack cursor; page it with cmp_expand(cursor, 'more')");
+                return Err(Error::Cursor("cursor is a pack cursor; page it with cmp_expand(cursor, 'more')".into()));
             }
-            return Ok(resume(&conn, f, &payload)?.to_string());
+            return Ok(resume(&conn, &payload)?.to_string());
         }
     }
-    let m = mql::parse(f, &text)?;
+    let m = mql::parse(&text)?;
     // Fix the clock at the precision a cursor stores, so every page sees the same store.
-    let m = mql::from_map(f, m.to_value().as_object().unwrap_or(&serde_json::Map::new()))?;
-    super::require_schema(&conn, f)?;
-    Ok(run(&conn, f, &m)?.to_string())
+    let m = mql::from_map(m.to_value().as_object().unwrap_or(&serde_json::Map::new()))?;
+    super::require_schema(&conn)?;
+    Ok(run(&conn, &m)?.to_string())
 }

@@ -126,4 +126,28 @@ mod tests {
         assert!(!folds(&a, &c));
         assert!(!folds(&short, &short));
     }
+
+    fn fact(content: &str) -> Item {
+        crate::pack::testing::item("m", content)
+    }
+
+    #[test]
+    fn groups_keep_the_first_member_as_survivor() {
+        let items = vec![
+            fact("Note: the atlas launch moved to friday after review"),
+            fact("the budget for the offsite is twelve thousand euros"),
+            fact("we agreed that the atlas launch moved to friday after review"),
+            fact("the atlas launch moved to friday after review"),
+        ];
+        // Members in usefulness order: 3 first, so 3 survives and absorbs 0 and 2.
+        assert_eq!(groups(&items, &[3, 1, 0, 2]), vec![vec![3, 0, 2], vec![1]]);
+        assert_eq!(groups(&items, &[]), Vec::<Vec<usize>>::new());
+    }
+
+    #[test]
+    fn flagged_conflicts_and_short_claims_stay_apart() {
+        let flagged = Item { conflict: true, ..fact("the atlas launch moved to friday after review") };
+        let items = vec![fact("the atlas launch moved to friday after review"), flagged, fact("ok"), fact("ok")];
+        assert_eq!(groups(&items, &[0, 1, 2, 3]), vec![vec![0], vec![1], vec![2], vec![3]]);
+    }
 }

@@ -463,3 +463,205 @@ pub fn utility(item: &Item, prior: f64, profile: &Profile) -> f64 {
     let r = item.relevance.unwrap_or(UNSCORED_RELEVANCE);
     prior * r * (wr + wc * recency_decay(item.age_days) + wa * item.trust)
 }
+
+/// Helpers for the packers' unit tests: candidates with defaults, and a meter that counts words.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A fact found by full text, relevance 0.5, trust 0.5, no summary.
+    pub fn item(r: &str, content: &str) -> Item {
+        Item {
+            r#ref: r.into(),
+            content: content.into(),
+            summary: None,
+            layer: Layer::Facts,
+            kind: Some("semantic".into()),
+            relevance: Some(0.5),
+            basis: None,
+            retrievers: vec!["fts"],
+            matched_terms: Vec::new(),
+            fused_rank: None,
+            source_url: None,
+            confidence: None,
+            trust: 0.5,
+            occurred_at: None,
+            age_days: 0.0,
+            entities: Vec::new(),
+            conflict: false,
+        }
+    }
+
+    /// `item` in `layer`.
+    pub fn in_layer(r: &str, content: &str, layer: Layer) -> Item {
+        Item { layer, ..item(r, content) }
+    }
+
+    /// `n` distinct words (`w0 w1 …`), prefixed so texts of different items differ.
+    pub fn words(prefix: &str, n: usize) -> String {
+        (0..n).map(|i| format!("{prefix}{i}")).collect::<Vec<_>>().join(" ")
+    }
+
+    /// A token is a whitespace-separated word; an item costs its words plus [`Words::FRAMING`] and
+    /// one per folded ref; no shared units.
+    pub struct Words;
+
+    impl Words {
+        /// Tokens of an item's framing.
+        pub const FRAMING: usize = 3;
+    }
+
+    impl Meter for Words {
+        fn cost(&self, _item: &Item, content: &str, _c: Option<&'static str>, folded: &[String]) -> usize {
+            self.content_tokens(content) + Self::FRAMING + folded.len()
+        }
+        fn content_tokens(&self, content: &str) -> usize {
+            content.split_whitespace().count()
+        }
+        fn cut(&self, content: &str, tokens: usize) -> String {
+            let w: Vec<&str> = content.split_whitespace().collect();
+            if w.len() <= tokens {
+                return content.to_string();
+            }
+            if tokens == 0 {
+                return String::new();
+            }
+            format!("{}…", w[..tokens].join(" "))
+        }
+        fn groups(&self, _item: &Item) -> Vec<(String, usize)> {
+            Vec::new()
+        }
+    }
+
+    /// Parameters for `profile` at `budget`, no reserve, intent Answer.
+    pub fn params(profile: Profile, budget: usize) -> Params<'static> {
+        Params { profile, budget, reserve: 0, intent: Intent::Answer, meter: &Words }
+    }
+
+    /// The refs of a pack, in pack order.
+    pub fn refs(p: &Pack) -> Vec<&str> {
+        p.items.iter().map(|x| x.item.r#ref.as_str()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{item, params, words, Words};
+    use super::*;
+    use crate::profile::{self, GENERIC};
+    use proptest::prelude::*;
+
+    fn step(item: usize, cost: usize) -> Step {
+        Step { item, content: format!("step {item}"), compressed: None, cost }
+    }
+
+    #[test]
+    fn a_prefix_stops_at_the_first_step_that_does_not_fit() {
+        let items: Vec<Item> = (0..3).map(|i| item(&format!("m{i}"), "x")).collect();
+        let fits = take_prefix(&items, &Words, vec![step(0, 3), step(1, 5), step(2, 2)], 8);
+        assert_eq!((fits.order.clone(), fits.used), (vec![0, 1], 8));
+        // The third step would fit after the second is refused, but a prefix never skips.
+        let short = take_prefix(&items, &Words, vec![step(0, 3), step(1, 5), step(2, 2)], 7);
+        assert_eq!((short.order.clone(), short.used), (vec![0], 3));
+        assert!(short.state[2].is_none());
+    }
+
+    #[test]
+    fn an_upgrade_replaces_content_without_a_second_admission() {
+        let items = vec![item("m0", "x")];
+        let up = Step { item: 0, content: "full text".into(), compressed: None, cost: 2 };
+        let head = Step { item: 0, content: "head".into(), compressed: Some("head"), cost: 4 };
+        let p = take_prefix(&items, &Words, vec![head, up], 10);
+        assert_eq!((p.order, p.used), (vec![0], 6));
+        assert_eq!(p.state[0], Some(("full text".to_string(), None)));
+    }
+
+    #[test]
+    fn a_long_text_enters_short_and_grows_to_its_full_text() {
+        let long = item("m0", &words("w", 3 * MAX_STEP_TOKENS));
+        let p = params(GENERIC, 6000);
+        let pl = plan(0, &long, &p, false, &[]);
+        assert_eq!(pl.admit.compressed, Some("truncated"));
+        assert_eq!(Words.content_tokens(&pl.admit.content), MAX_STEP_TOKENS);
+        let mut shown = MAX_STEP_TOKENS;
+        for (n, s) in pl.upgrades.iter().enumerate() {
+            let t = Words.content_tokens(&s.content);
+            assert!(t > shown && t <= shown + MAX_STEP_TOKENS, "step {n} grows by at most one step");
+            shown = t;
+        }
+        let last = pl.upgrades.back().expect("upgrades");
+        assert_eq!((last.content.as_str(), last.compressed), (long.content.as_str(), None));
+    }
+
+    #[test]
+    fn a_short_stored_summary_is_the_admission_of_a_long_text_and_stays_in_front() {
+        let long = Item { summary: Some("the gist".into()), ..item("m0", &words("w", 2 * MAX_STEP_TOKENS)) };
+        let pl = plan(0, &long, &params(GENERIC, 6000), false, &[]);
+        assert_eq!((pl.admit.content.as_str(), pl.admit.compressed), ("the gist", Some("summary")));
+        let growing: Vec<&Step> = pl.upgrades.iter().filter(|s| s.compressed.is_some()).collect();
+        assert!(!growing.is_empty() && growing.iter().all(|s| s.content.starts_with("the gist\n\n")));
+    }
+
+    #[test]
+    fn the_floor_fits_its_room_or_is_refused() {
+        let p = params(GENERIC, 6000);
+        let rule = item("c0", &words("r", 500));
+        let fl = floor_plan(0, &rule, &p, 40, &[]).expect("truncated to fit");
+        assert!(fl.admit.cost <= 40 && fl.admit.compressed == Some("truncated"));
+        assert!(floor_plan(0, &rule, &p, Words::FRAMING, &[]).is_none(), "no room beyond the framing");
+    }
+
+    #[test]
+    fn utility_scales_recency_and_authority_by_relevance() {
+        assert_eq!(recency_decay(0.0), 1.0);
+        assert_eq!(recency_decay(30.0), 0.5);
+        assert_eq!(recency_decay(-5.0), 1.0);
+        let strong = Item { relevance: Some(0.9), age_days: 60.0, ..item("a", "x") };
+        let weak_fresh = Item { relevance: Some(0.1), age_days: 0.0, trust: 1.0, ..item("b", "x") };
+        assert!(utility(&strong, 0.4, &GENERIC) > utility(&weak_fresh, 0.4, &GENERIC));
+        let unscored = Item { relevance: None, ..item("c", "x") };
+        let half = Item { relevance: Some(UNSCORED_RELEVANCE), ..item("c", "x") };
+        assert_eq!(utility(&unscored, 0.4, &GENERIC), utility(&half, 0.4, &GENERIC));
+    }
+
+    #[test]
+    fn every_kind_has_a_layer() {
+        assert_eq!(Layer::of_kind("negative"), Layer::Constraints);
+        assert_eq!(Layer::of_kind("style"), Layer::Identity);
+        assert_eq!(Layer::of_kind("no such kind"), Layer::Facts);
+        let names: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
+        assert_eq!(names.len(), 8);
+        assert!(Layer::ALL.windows(2).all(|w| w[0] < w[1]), "ALL is in envelope order");
+    }
+
+    fn corpus() -> impl Strategy<Value = Vec<Item>> {
+        let layers = prop::sample::select(Layer::ALL.to_vec());
+        prop::collection::vec((1usize..200, 0.0f64..1.0, layers), 1..20).prop_map(|v| {
+            v.into_iter()
+                .enumerate()
+                .map(|(i, (n, rel, layer))| Item {
+                    relevance: Some(rel),
+                    layer,
+                    ..item(&format!("m{i:02}"), &words(&format!("t{i}x"), n))
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Both packers: the pack fits its room, and a larger budget packs a superset of the refs.
+        #[test]
+        fn packs_fit_and_grow_with_the_budget(items in corpus(), b in 10usize..600, extra in 1usize..400, knapsack in any::<bool>()) {
+            let profile = if knapsack { profile::resolve(Some("claude")) } else { GENERIC };
+            let small = pack(items.clone(), params(profile, b));
+            let large = pack(items, params(profile, b + extra));
+            prop_assert!(small.used <= b && small.items_used <= b);
+            let big: std::collections::HashSet<&str> = large.items.iter().map(|p| p.item.r#ref.as_str()).collect();
+            for r in small.items.iter().map(|p| p.item.r#ref.as_str()) {
+                prop_assert!(big.contains(r), "{} packed at {} but not at {}", r, b, b + extra);
+            }
+        }
+    }
+}

@@ -10,7 +10,7 @@ pub mod fuse;
 pub mod recency;
 pub mod vector;
 
-use crate::error::{CmpError, Result};
+use crate::error::Result;
 use crate::store::{memory_from_row, Memory, MEMORY_COLS};
 use crate::text;
 use crate::time::{self, Epoch};
@@ -243,9 +243,8 @@ fn recency_key(m: &Memory) -> &str {
     m.occurred_at.as_deref().unwrap_or(&m.captured_at)
 }
 
-/// Runs every retriever and fuses their rankings. `func` names the SQL function for errors.
-pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieval> {
-    let sql_err = |e| CmpError::sql(func, e);
+/// Runs every retriever and fuses their rankings.
+pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
     let words = text::query_terms(q.task, MAX_TERMS);
     let grams = text::task_gram_terms(q.task, MAX_GRAMS);
     let terms: Vec<String> = {
@@ -282,11 +281,11 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         rank
     };
     let word_rank = match fts::match_expr(&words) {
-        Some(expr) => lexical(fts::search(conn, q, &expr, FTS_LIMIT).map_err(sql_err)?, &mut pool, &mut out),
+        Some(expr) => lexical(fts::search(conn, q, &expr, FTS_LIMIT)?, &mut pool, &mut out),
         None => Vec::new(),
     };
     let gram_rank = match fts::match_expr(&grams) {
-        Some(expr) => lexical(fts::ngram_search(conn, q, &expr, FTS_LIMIT).map_err(sql_err)?, &mut pool, &mut out),
+        Some(expr) => lexical(fts::ngram_search(conn, q, &expr, FTS_LIMIT)?, &mut pool, &mut out),
         None => Vec::new(),
     };
     let fts_rank: Vec<usize> = if gram_rank.is_empty() {
@@ -319,7 +318,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         let anchors: Vec<usize> = fts_rank.iter().copied().take(CONTEXT_ANCHORS).collect();
         for &a in &anchors {
             let m = pool.mems[a].clone();
-            for n in recency::around(conn, q, &m, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS).map_err(sql_err)? {
+            for n in recency::around(conn, q, &m, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS)? {
                 let i = pool.add(n);
                 if !context_rank.contains(&i) && !anchors.contains(&i) {
                     context_rank.push(i);
@@ -328,14 +327,14 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         }
     }
 
-    let gz = entity::gazetteer(conn).map_err(sql_err)?;
+    let gz = entity::gazetteer(conn)?;
     let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
     out.entities = names;
-    let (selective, common) = entity::split_common(conn, &entity_ids).map_err(sql_err)?;
+    let (selective, common) = entity::split_common(conn, &entity_ids)?;
     let task_vec = vector::hash_embed(q.task);
     let mut entity_rank = Vec::new();
     {
-        let rows = entity::search(conn, q, &selective).map_err(sql_err)?;
+        let rows = entity::search(conn, q, &selective)?;
         // Within the linked memories: more task entities first, then closeness to the task text
         // (hashing embedder), then newest. A bare link says little; the text says which link matters.
         let mut scored: Vec<(i64, f32, usize)> = Vec::with_capacity(rows.len());
@@ -354,7 +353,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
         // follow, in their full-text order.
         if !common.is_empty() {
             let rids: Vec<i64> = fts_rank.iter().map(|&i| pool.mems[i].rid).collect();
-            let named = entity::linked(conn, &common, &rids).map_err(sql_err)?;
+            let named = entity::linked(conn, &common, &rids)?;
             let have: HashSet<usize> = entity_rank.iter().copied().collect();
             for &i in &fts_rank {
                 if named.contains(&pool.mems[i].rid) && !have.contains(&i) {
@@ -368,19 +367,17 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     let mut cosine_of: HashMap<usize, f64> = HashMap::new();
     let user_vector = q.query_embedding.is_some();
     if let Some(qe) = q.query_embedding {
-        let scan = vector::scan(conn, func, q, qe, VECTOR_LIMIT)?;
+        let scan = vector::scan(conn, q, qe, VECTOR_LIMIT)?;
         out.skipped_embeddings = scan.skipped;
         let missing: Vec<i64> = scan.hits.iter().map(|h| h.0).filter(|r| !pool.by_rid.contains_key(r)).collect();
         if !missing.is_empty() {
             let ids = serde_json::to_string(&missing).unwrap_or_else(|_| "[]".into());
-            let mut st = conn
-                .prepare_cached(&format!(
-                    "SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.rid IN (SELECT value FROM json_each(?1))"
-                ))
-                .map_err(sql_err)?;
-            let rows = st.query_map([ids], memory_from_row).map_err(sql_err)?;
+            let mut st = conn.prepare_cached(&format!(
+                "SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.rid IN (SELECT value FROM json_each(?1))"
+            ))?;
+            let rows = st.query_map([ids], memory_from_row)?;
             for m in rows {
-                pool.add(m.map_err(sql_err)?);
+                pool.add(m?);
             }
         }
         for (rid, cos) in scan.hits {
@@ -399,7 +396,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     let mut recent = HashSet::new();
     let mut recency_order = Vec::new();
     if q.recency_limit > 0 {
-        for m in recency::search(conn, q, q.recency_limit).map_err(sql_err)? {
+        for m in recency::search(conn, q, q.recency_limit)? {
             let i = pool.add(m);
             recent.insert(i);
             recency_order.push(i);
@@ -410,7 +407,7 @@ pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieva
     let mut rules = HashSet::new();
     let mut rules_order = Vec::new();
     if q.rules_limit > 0 {
-        for m in recency::rules(conn, q, q.rules_limit).map_err(sql_err)? {
+        for m in recency::rules(conn, q, q.rules_limit)? {
             let i = pool.add(m);
             rules.insert(i);
             rules_order.push(i);

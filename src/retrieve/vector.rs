@@ -4,7 +4,7 @@
 //! ranks the candidate pool the other retrievers found, so hybrid retrieval works with no model.
 
 use super::{Query, VISIBLE};
-use crate::error::{fail, Result};
+use crate::error::{Error, Result};
 use crate::text;
 use rusqlite::{named_params, Connection};
 
@@ -89,7 +89,7 @@ pub struct Scan {
 
 /// Brute-force cosine over every eligible, visible memory with an embedding. A query whose dimension
 /// matches no stored embedding is an error naming both dimensions.
-pub fn scan(conn: &Connection, func: &str, q: &Query<'_>, query: &[f32], limit: usize) -> Result<Scan> {
+pub fn scan(conn: &Connection, q: &Query<'_>, query: &[f32], limit: usize) -> Result<Scan> {
     let eligible = q.eligible();
     let sql = format!(
         "SELECT m.rid, m.embedding FROM cmp_memories AS m
@@ -126,13 +126,11 @@ pub fn scan(conn: &Connection, func: &str, q: &Query<'_>, query: &[f32], limit: 
         }
         Ok((hits, skipped, other_dim))
     };
-    let (mut hits, skipped, other_dim) = run().map_err(|e| crate::error::CmpError::sql(func, e))?;
+    let (mut hits, skipped, other_dim) = run()?;
     if hits.is_empty() {
         if let Some(d) = other_dim {
-            return fail(
-                func,
-                format!("query_embedding has {} dimensions but stored embeddings have {d}", query.len()),
-            );
+            let msg = format!("has {} dimensions but stored embeddings have {d}", query.len());
+            return Err(Error::invalid("query_embedding", msg));
         }
     }
     hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
