@@ -7,7 +7,7 @@ use crate::error::{CmpError, Result};
 use crate::options::Options;
 use crate::pack::{self, intent, Item, Layer, Pack};
 use crate::profile::{self, Profile};
-use crate::retrieve::{self, Candidate, Query};
+use crate::retrieve::{self, Basis, Candidate, Query};
 use crate::tokens::Counter;
 use crate::{text, time};
 use rusqlite::Connection;
@@ -134,8 +134,8 @@ pub fn item_from_candidate(c: Candidate, now: f64) -> Item {
         kind: Some(m.kind),
         summary: m.summary,
         relevance: c.relevance,
-        basis: c.basis,
-        retrievers: c.retrievers,
+        basis: c.basis.map(Basis::name),
+        retrievers: c.retrievers.iter().map(|r| r.name()).collect(),
         matched_terms: c.matched_terms,
         fused_rank: c.fused_rank,
         source_url: m.source_url,

@@ -97,7 +97,7 @@ fn neighbors(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> 
                 mem,
                 relevance: None,
                 basis: None,
-                retrievers: vec!["entity"],
+                retrievers: vec![crate::retrieve::Retriever::Entity],
                 matched_terms: Vec::new(),
                 fused_rank: None,
                 entity_only: false,

@@ -1,13 +1,76 @@
 //! Entity retrieval: entity names found in the task (an fst gazetteer over `cmp_entities`, rebuilt
 //! only when the entity set changed) → the memories linked to them.
 
+use super::pool::{Pool, Ranking};
 use super::{Query, VISIBLE};
 use crate::store::{memory_from_row, Memory, MEMORY_COLS};
 use crate::text;
 use fst::raw::Fst;
 use rusqlite::{named_params, Connection};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// What the entity retriever found.
+#[derive(Debug, Default)]
+pub struct Entities {
+    /// Memories linked to the task's entities, best first.
+    pub ranking: Ranking,
+    /// Entity names recognised in the task, in order of first mention.
+    pub names: Vec<String>,
+}
+
+/// The entity ranking: memories linked to a selective entity named in the task, then (re-ranked, not
+/// admitted) the full-text matches `fts` that name a common one. `task` is the task's hashing
+/// embedding.
+pub fn rank(
+    conn: &Connection,
+    q: &Query<'_>,
+    fts: &[usize],
+    task: &[f32],
+    pool: &mut Pool,
+) -> rusqlite::Result<Entities> {
+    let gz = gazetteer(conn)?;
+    let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
+    let (selective, common) = split_common(conn, &entity_ids)?;
+    let mut ranking = linked_ranking(conn, q, &selective, task, pool)?;
+    if !common.is_empty() {
+        // Common entities only re-rank: the memories full-text search found that name one of them
+        // follow, in their full-text order.
+        let rids: Vec<i64> = fts.iter().map(|&i| pool.mems[i].rid).collect();
+        let named = linked(conn, &common, &rids)?;
+        let have: HashSet<usize> = ranking.iter().copied().collect();
+        for &i in fts {
+            if named.contains(&pool.mems[i].rid) && !have.contains(&i) {
+                ranking.push(i);
+            }
+        }
+    }
+    Ok(Entities { ranking, names })
+}
+
+/// The memories linked to `entity_ids`: more task entities first, then closeness to the task text
+/// (hashing embedder), then newest. A bare link says little; the text says which link matters.
+fn linked_ranking(
+    conn: &Connection,
+    q: &Query<'_>,
+    entity_ids: &[i64],
+    task: &[f32],
+    pool: &mut Pool,
+) -> rusqlite::Result<Ranking> {
+    let rows = search(conn, q, entity_ids)?;
+    let mut scored: Vec<(i64, f32, usize)> = Vec::with_capacity(rows.len());
+    for (m, hits) in rows {
+        let i = pool.add(m);
+        scored.push((hits, pool.cosine(i, task), i));
+    }
+    scored.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(b.1.total_cmp(&a.1))
+            .then_with(|| pool.when(b.2).cmp(pool.when(a.2)))
+            .then_with(|| pool.id(a.2).cmp(pool.id(b.2)))
+    });
+    Ok(scored.into_iter().map(|s| s.2).collect())
+}
 
 /// Most memories one task's entities can bring in.
 pub const ENTITY_LIMIT: usize = 200;
@@ -217,6 +280,22 @@ pub fn search(conn: &Connection, q: &Query<'_>, entity_ids: &[i64]) -> rusqlite:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieve::testdb::{add, ids, open, query};
+
+    #[test]
+    fn ranks_memories_linked_to_named_entities() {
+        let conn = open();
+        add(&conn, "mem_1", "kickoff meeting", "2026-05-01T00:00:00Z", "semantic", r#"["Dana Scully"]"#);
+        add(&conn, "mem_2", "Dana and Fox met", "2026-05-02T00:00:00Z", "semantic", r#"["Dana Scully", "Fox"]"#);
+        add(&conn, "mem_3", "unrelated", "2026-05-03T00:00:00Z", "semantic", r#"["Walter"]"#);
+        let q = query("what did dana scully and fox decide?");
+        let mut pool = Pool::default();
+        let e = rank(&conn, &q, &[], &super::super::vector::hash_embed(q.task), &mut pool).expect("rank");
+        assert_eq!(e.names, ["Dana Scully", "Fox"]);
+        assert_eq!(ids(&pool, &e.ranking), ["mem_2", "mem_1"], "more task entities first");
+        let e = rank(&conn, &query("nobody"), &[], &[], &mut Pool::default()).expect("rank");
+        assert!(e.ranking.is_empty() && e.names.is_empty());
+    }
 
     #[test]
     fn finds_multiword_longest_names() {

@@ -5,9 +5,71 @@
 //! Text in scripts written without spaces is searched in the character-pair index
 //! (`cmp_memories_ngram`) with the task's character pairs, quoted the same way.
 
-use super::Query;
+use super::pool::{Pool, Ranking};
+use super::{Query, Terms, FTS_LIMIT};
 use crate::store::{memory_from_row, Memory, MEMORY_COLS};
+use crate::{text, time};
 use rusqlite::{named_params, Connection};
+
+/// What the full-text retriever found.
+#[derive(Debug, Default)]
+pub struct Lexical {
+    /// Visible matches, best first.
+    pub ranking: Ranking,
+    /// Matches captured after the horizon (not yet visible), counted once each.
+    pub pending: usize,
+}
+
+/// The full-text ranking: the word index, and the character-pair index for text in scripts written
+/// without spaces; when both find something for a task in such a script, their rankings are fused.
+pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) -> rusqlite::Result<Lexical> {
+    let mut pending = 0;
+    let word = match match_expr(&terms.words) {
+        Some(expr) => split_visible(search(conn, q, &expr, FTS_LIMIT)?, q, pool, &mut pending),
+        None => Vec::new(),
+    };
+    let gram = match match_expr(&terms.grams) {
+        Some(expr) => split_visible(ngram_search(conn, q, &expr, FTS_LIMIT)?, q, pool, &mut pending),
+        None => Vec::new(),
+    };
+    Ok(Lexical { ranking: merge(word, gram, q.task, pool), pending })
+}
+
+/// Pools the visible matches (in their order) and counts the others as pending.
+fn split_visible(found: Vec<Memory>, q: &Query<'_>, pool: &mut Pool, pending: &mut usize) -> Ranking {
+    let mut rank = Vec::new();
+    for m in found {
+        if time::parse(&m.captured_at).is_none_or(|t| t <= q.horizon) {
+            rank.push(pool.add(m));
+        } else if pool.index_of(m.rid).is_none() {
+            *pending += 1;
+        }
+    }
+    rank
+}
+
+/// One ranking from the word index's and the character-pair index's.
+fn merge(word: Ranking, gram: Ranking, task: &str, pool: &Pool) -> Ranking {
+    if gram.is_empty() {
+        word
+    } else if word.is_empty() {
+        gram
+    } else if !text::has_spaceless(task) {
+        // A task in a space-separated script searches the pairs only for its words glued to text of
+        // a spaceless script: those matches follow the word index's.
+        let mut r = word;
+        for i in gram {
+            if !r.contains(&i) {
+                r.push(i);
+            }
+        }
+        r.truncate(FTS_LIMIT);
+        r
+    } else {
+        let fused = super::fuse::rrf(&[&word, &gram], |i| pool.id(i).to_string());
+        fused.into_iter().map(|f| f.item).take(FTS_LIMIT).collect()
+    }
+}
 
 /// The safe FTS5 query for a task's terms, or None when there is nothing to search for.
 pub fn match_expr(terms: &[String]) -> Option<String> {
@@ -101,6 +163,36 @@ pub fn search(conn: &Connection, q: &Query<'_>, expr: &str, limit: usize) -> rus
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieve::testdb::{add, ids, open, query};
+
+    #[test]
+    fn ranks_visible_matches_and_counts_later_ones_pending() {
+        let conn = open();
+        add(&conn, "mem_1", "atlas atlas launch", "2026-05-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_2", "the atlas review", "2026-05-02T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_3", "atlas after the horizon", "2026-07-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_4", "grocery list", "2026-05-03T00:00:00Z", "semantic", "[]");
+        conn.execute("INSERT INTO cmp_memories(id, content, redacted) VALUES ('mem_5', 'atlas secret', 1)", [])
+            .expect("redacted row");
+        let q = query("atlas launch");
+        let mut pool = Pool::default();
+        let lex = rank(&conn, &q, &crate::retrieve::Terms::of(q.task), &mut pool).expect("rank");
+        assert_eq!(ids(&pool, &lex.ranking), ["mem_1", "mem_2"]);
+        assert_eq!(lex.pending, 1);
+        let lex = rank(&conn, &q, &crate::retrieve::Terms::of("nothing matches"), &mut Pool::default()).expect("rank");
+        assert!(lex.ranking.is_empty());
+    }
+
+    #[test]
+    fn spaceless_text_is_found_through_character_pairs() {
+        let conn = open();
+        add(&conn, "mem_zh", "我们周五发布新版本", "2026-05-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_en", "release notes", "2026-05-01T00:00:00Z", "semantic", "[]");
+        let q = query("什么时候发布");
+        let mut pool = Pool::default();
+        let lex = rank(&conn, &q, &crate::retrieve::Terms::of(q.task), &mut pool).expect("rank");
+        assert_eq!(ids(&pool, &lex.ranking), ["mem_zh"]);
+    }
 
     #[test]
     fn quoting() {

@@ -3,10 +3,68 @@
 //! deterministic hashing embedder (stemmed words plus character trigrams, signed feature hashing)
 //! ranks the candidate pool the other retrievers found, so hybrid retrieval works with no model.
 
-use super::{Query, VISIBLE};
-use crate::error::{fail, Result};
+use super::pool::{Pool, Ranking};
+use super::{Query, VECTOR_LIMIT, VISIBLE};
+use crate::error::{fail, CmpError, Result};
+use crate::store::{memory_from_row, MEMORY_COLS};
 use crate::text;
 use rusqlite::{named_params, Connection};
+use std::collections::HashMap;
+
+/// What the vector retriever found.
+#[derive(Debug, Default)]
+pub struct Vectors {
+    /// Best first.
+    pub ranking: Ranking,
+    /// The user-embedding cosine of each hit, in [0, 1] (empty without `query_embedding`).
+    pub cosine: HashMap<usize, f64>,
+    /// Memories whose embedding had another dimension than `query_embedding`.
+    pub skipped: usize,
+}
+
+/// The vector ranking: with `query_embedding`, the nearest stored embeddings (pooled); without one,
+/// the pool ranked by the hashing embedder's cosine to `task` (the task's hashing embedding).
+pub fn rank(conn: &Connection, func: &str, q: &Query<'_>, task: &[f32], pool: &mut Pool) -> Result<Vectors> {
+    match q.query_embedding {
+        Some(qe) => user_ranking(conn, func, q, qe, pool),
+        None => Ok(Vectors { ranking: hashed_ranking(task, pool), ..Vectors::default() }),
+    }
+}
+
+/// The pool ranked by hashing-embedder cosine to `task`, best first; memories with none left out.
+pub fn hashed_ranking(task: &[f32], pool: &mut Pool) -> Ranking {
+    let mut scored: Vec<(f32, usize)> =
+        (0..pool.len()).map(|i| (pool.cosine(i, task), i)).filter(|s| s.0 > 0.0).collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| pool.id(a.1).cmp(pool.id(b.1))));
+    scored.into_iter().map(|s| s.1).collect()
+}
+
+/// The [`VECTOR_LIMIT`] memories nearest to the user embedding `qe`, pooled.
+fn user_ranking(conn: &Connection, func: &str, q: &Query<'_>, qe: &[f32], pool: &mut Pool) -> Result<Vectors> {
+    let scan = scan(conn, func, q, qe, VECTOR_LIMIT)?;
+    let missing: Vec<i64> = scan.hits.iter().map(|h| h.0).filter(|r| pool.index_of(*r).is_none()).collect();
+    if !missing.is_empty() {
+        let sql_err = |e| CmpError::sql(func, e);
+        let ids = serde_json::to_string(&missing).unwrap_or_else(|_| "[]".into());
+        let mut st = conn
+            .prepare_cached(&format!(
+                "SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.rid IN (SELECT value FROM json_each(?1))"
+            ))
+            .map_err(sql_err)?;
+        let rows = st.query_map([ids], memory_from_row).map_err(sql_err)?;
+        for m in rows {
+            pool.add(m.map_err(sql_err)?);
+        }
+    }
+    let mut out = Vectors { skipped: scan.skipped, ..Vectors::default() };
+    for (rid, cos) in scan.hits {
+        if let Some(i) = pool.index_of(rid) {
+            out.ranking.push(i);
+            out.cosine.insert(i, f64::from(cos).clamp(0.0, 1.0));
+        }
+    }
+    Ok(out)
+}
 
 /// Dimensions of the hashing embedder.
 pub const HASH_DIMS: usize = 256;
@@ -126,7 +184,7 @@ pub fn scan(conn: &Connection, func: &str, q: &Query<'_>, query: &[f32], limit: 
         }
         Ok((hits, skipped, other_dim))
     };
-    let (mut hits, skipped, other_dim) = run().map_err(|e| crate::error::CmpError::sql(func, e))?;
+    let (mut hits, skipped, other_dim) = run().map_err(|e| CmpError::sql(func, e))?;
     if hits.is_empty() {
         if let Some(d) = other_dim {
             return fail(
@@ -143,6 +201,50 @@ pub fn scan(conn: &Connection, func: &str, q: &Query<'_>, query: &[f32], limit: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieve::testdb::{add, ids, open, query};
+
+    fn blob(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn hashed_ranking_orders_the_pool_by_closeness() {
+        let conn = open();
+        add(&conn, "mem_1", "grocery list", "2026-05-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_2", "atlas launch review", "2026-05-01T00:00:00Z", "semantic", "[]");
+        let mut pool = Pool::default();
+        let q = query("");
+        for m in crate::retrieve::recency::search(&conn, &q, 10).expect("rows") {
+            pool.add(m);
+        }
+        let r = rank(&conn, "t", &q, &hash_embed("the atlas launch"), &mut pool).expect("rank");
+        assert_eq!(ids(&pool, &r.ranking), ["mem_2"], "no shared feature, no rank");
+        assert!(r.cosine.is_empty());
+    }
+
+    #[test]
+    fn user_embeddings_rank_by_cosine_and_report_other_dimensions() {
+        let conn = open();
+        add(&conn, "mem_x", "x", "2026-05-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_y", "y", "2026-05-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_z", "z", "2026-05-01T00:00:00Z", "semantic", "[]");
+        for (id, v) in [("mem_x", vec![1.0f32, 0.0]), ("mem_y", vec![0.6, 0.8]), ("mem_z", vec![1.0, 0.0, 0.0])] {
+            conn.execute("UPDATE cmp_memories SET embedding = ?1 WHERE id = ?2", rusqlite::params![blob(&v), id])
+                .expect("embedding");
+        }
+        let qe = [0.0f32, 1.0];
+        let mut q = query("");
+        q.query_embedding = Some(&qe);
+        let mut pool = Pool::default();
+        let r = rank(&conn, "t", &q, &[], &mut pool).expect("rank");
+        assert_eq!(ids(&pool, &r.ranking), ["mem_y", "mem_x"]);
+        assert_eq!(r.skipped, 1);
+        assert!((r.cosine[&r.ranking[0]] - 0.8).abs() < 1e-6);
+        let qe3 = [0.0f32; 5];
+        q.query_embedding = Some(&qe3);
+        let e = rank(&conn, "t", &q, &[], &mut Pool::default()).expect_err("no stored embedding has 5 dimensions");
+        assert_eq!(e.to_string(), "t: query_embedding has 5 dimensions but stored embeddings have 2");
+    }
 
     #[test]
     fn hashing_embedder_is_deterministic_and_graded() {
