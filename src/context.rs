@@ -69,27 +69,10 @@ fn age_days(when: Option<&str>, now: f64) -> f64 {
 
 /// Open tasks of the scope as open_loops candidates: tasks sharing words with the task first.
 fn open_loops(conn: &Connection, func: &str, scope: &str, terms: &[String], now: f64) -> Result<Vec<Item>> {
-    let sql_err = |e| CmpError::sql(func, e);
-    let mut st = conn
-        .prepare_cached(
-            "SELECT id, title, due_at, entities FROM cmp_tasks
-             WHERE scope = ?1 AND status = 'open' AND id IS NOT NULL
-             ORDER BY due_at IS NULL, due_at, id LIMIT ?2",
-        )
-        .map_err(sql_err)?;
-    let rows = st
-        .query_map(rusqlite::params![scope, MAX_OPEN_TASKS as i64], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Option<String>>(1)?,
-                r.get::<_, Option<String>>(2)?,
-                r.get::<_, Option<String>>(3)?,
-            ))
-        })
-        .map_err(sql_err)?;
+    let tasks = crate::store::tasks::open(conn, scope, MAX_OPEN_TASKS).map_err(|e| CmpError::sql(func, e))?;
     let mut items = Vec::new();
-    for row in rows {
-        let (id, title, due, ents) = row.map_err(sql_err)?;
+    for t in tasks {
+        let (id, title, due, ents) = (t.id, t.title, t.due_at, t.entities);
         let title = title.unwrap_or_default();
         let mut matched: Vec<String> = Vec::new();
         for w in text::words(&title) {

@@ -24,6 +24,7 @@ pub mod mql;
 pub mod options;
 pub mod pack;
 pub mod profile;
+pub mod query;
 pub mod retrieve;
 pub mod session;
 pub mod store;
@@ -79,7 +80,7 @@ pub fn function_names() -> Vec<&'static str> {
 
 /// Registers every cmp function on `conn`. Fails with a clear message when this SQLite lacks FTS5.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
-    if !functions::admin::has_fts5(conn) {
+    if !store::schema::has_fts5(conn) {
         return Err(error::CmpError::new(
             "cmp",
             "this SQLite was built without FTS5, which cmp needs; use a build with SQLITE_ENABLE_FTS5",

@@ -1,17 +1,17 @@
 //! `cmp_expand(ref [, direction [, options]])`: document, neighbors, more.
 
 use super::args;
-use super::query::{resume, whole};
 use crate::context::{self, Request};
 use crate::cursor;
 use crate::envelope::memory_object;
 use crate::error::{fail, CmpError, Result};
 use crate::options::{self, Options};
 use crate::pack::{Item, Layer};
-use crate::retrieve::{Query, ELIGIBLE, VISIBLE};
-use crate::store::{self, memory_from_row, MEMORY_COLS};
+use crate::query::{resume, whole};
+use crate::retrieve::Query;
+use crate::store;
 use crate::time;
-use rusqlite::{named_params, Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde_json::{json, Value};
 
 /// Options `cmp_expand` accepts.
@@ -43,18 +43,10 @@ fn document(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> {
         });
         return Ok(json!({"ref": r, "direction": "document", "found": true, "document": doc}));
     }
-    let task = conn
-        .query_row(
-            "SELECT id, title, status, due_at, entities FROM cmp_tasks WHERE id = ?1 AND scope = ?2",
-            rusqlite::params![r, o.scope],
-            |x| {
-                Ok(json!({"ref": x.get::<_, String>(0)?, "title": x.get::<_, Option<String>>(1)?, "status": x.get::<_, Option<String>>(2)?,
-                    "due_at": x.get::<_, Option<String>>(3)?,
-                    "entities": x.get::<_, Option<String>>(4)?.as_deref().map(store::parse_entities).unwrap_or_default()}))
-            },
-        )
-        .optional()
-        .map_err(sql_err)?;
+    let task = store::tasks::by_id(conn, r, &o.scope).map_err(sql_err)?.map(|t| {
+        json!({"ref": t.id, "title": t.title, "status": t.status, "due_at": t.due_at,
+            "entities": t.entities.as_deref().map(store::parse_entities).unwrap_or_default()})
+    });
     let found = task.is_some();
     Ok(json!({"ref": r, "direction": "document", "found": found, "document": task}))
 }
@@ -65,34 +57,12 @@ fn neighbors(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> 
         return Ok(json!({"ref": r, "direction": "neighbors", "found": false, "neighbors": []}));
     };
     let q = Query::new("", &o.scope, o.now);
-    let mut ents = conn
-        .prepare_cached(
-            "SELECT e.id, e.name FROM cmp_memory_entities AS l JOIN cmp_entities AS e ON e.id = l.entity_id
-             WHERE l.rid = ?1 ORDER BY e.name",
-        )
-        .map_err(sql_err)?;
-    let ents: Vec<(i64, String)> = ents
-        .query_map([m.rid], |x| Ok((x.get(0)?, x.get(1)?)))
-        .map_err(sql_err)?
-        .collect::<rusqlite::Result<_>>()
-        .map_err(sql_err)?;
-    let sql = format!(
-        "SELECT {MEMORY_COLS} FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
-         WHERE l.entity_id = :e AND m.rid <> :rid AND {ELIGIBLE} AND {VISIBLE}
-         ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n"
-    );
-    let mut st = conn.prepare_cached(&sql).map_err(sql_err)?;
+    let ents = store::entities::of_memory(conn, m.rid).map_err(sql_err)?;
     let mut out = Vec::new();
     for (eid, name) in ents {
-        let rows = st
-            .query_map(
-                named_params! {":e": eid, ":rid": m.rid, ":scope": q.scope, ":h": q.horizon_jd, ":n": PAGE as i64},
-                memory_from_row,
-            )
-            .map_err(sql_err)?;
+        let rows = store::entities::neighbours(conn, q.reader(), eid, m.rid, PAGE).map_err(sql_err)?;
         let mut items = Vec::new();
-        for x in rows {
-            let mem = x.map_err(sql_err)?;
+        for mem in rows {
             let c = crate::retrieve::Candidate {
                 mem,
                 relevance: None,

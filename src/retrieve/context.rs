@@ -3,7 +3,7 @@
 //! often completes it. Fused as one more ranking, in the order of their anchors.
 
 use super::pool::{Pool, Ranking};
-use super::{recency, Query, CONTEXT_ANCHORS, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS};
+use super::{Query, CONTEXT_ANCHORS, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS};
 use rusqlite::Connection;
 
 /// The neighbours of the first [`CONTEXT_ANCHORS`] entries of the full-text ranking `fts`. The
@@ -14,7 +14,7 @@ pub fn rank(conn: &Connection, q: &Query<'_>, fts: &[usize], pool: &mut Pool) ->
     let mut ranking = Vec::new();
     for &a in &anchors {
         let m = pool.mems[a].clone();
-        for n in recency::around(conn, q, &m, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS)? {
+        for n in crate::store::memories::around(conn, q.reader(), &m, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS)? {
             let i = pool.add(n);
             if !ranking.contains(&i) && !anchors.contains(&i) {
                 ranking.push(i);

@@ -3,13 +3,15 @@
 //! `NEAR`, `*`, parentheses, colons and column filters in a task are plain words.
 //!
 //! Text in scripts written without spaces is searched in the character-pair index
-//! (`cmp_memories_ngram`) with the task's character pairs, quoted the same way.
+//! (`cmp_memories_ngram`) with the task's character pairs, quoted the same way. The SQL is in
+//! [`crate::store::memories`].
 
 use super::pool::{Pool, Ranking};
 use super::{Query, Terms, FTS_LIMIT};
-use crate::store::{memory_from_row, Memory, MEMORY_COLS};
+use crate::store::memories::{fts_top, ngram_top};
+use crate::store::Memory;
 use crate::{text, time};
-use rusqlite::{named_params, Connection};
+use rusqlite::Connection;
 
 /// What the full-text retriever found.
 #[derive(Debug, Default)]
@@ -25,11 +27,11 @@ pub struct Lexical {
 pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) -> rusqlite::Result<Lexical> {
     let mut pending = 0;
     let word = match match_expr(&terms.words) {
-        Some(expr) => split_visible(search(conn, q, &expr, FTS_LIMIT)?, q, pool, &mut pending),
+        Some(expr) => split_visible(fts_top(conn, q.reader(), &expr, FTS_LIMIT)?, q, pool, &mut pending),
         None => Vec::new(),
     };
     let gram = match match_expr(&terms.grams) {
-        Some(expr) => split_visible(ngram_search(conn, q, &expr, FTS_LIMIT)?, q, pool, &mut pending),
+        Some(expr) => split_visible(ngram_top(conn, q.reader(), &expr, FTS_LIMIT)?, q, pool, &mut pending),
         None => Vec::new(),
     };
     Ok(Lexical { ranking: merge(word, gram, q.task, pool), pending })
@@ -79,85 +81,6 @@ pub fn match_expr(terms: &[String]) -> Option<String> {
     // Terms are alphanumeric words (text::words) or pairs of letters and digits (text::gram_terms),
     // so they hold no `"`; quoting makes every one a literal string to FTS5.
     Some(terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR "))
-}
-
-/// The SQL of the BM25 top-k query (also the benchmark floor) over rows meeting `eligible`.
-pub fn sql(eligible: &str) -> String {
-    format!(
-        "SELECT {MEMORY_COLS}, bm25(cmp_memories_fts) AS score
-         FROM cmp_memories_fts JOIN cmp_memories AS m ON m.rid = cmp_memories_fts.rowid
-         WHERE cmp_memories_fts MATCH :q AND {eligible}
-         ORDER BY score, m.rid LIMIT :n"
-    )
-}
-
-/// The SQL of the BM25 top-k query over the character-pair index.
-pub fn ngram_sql(eligible: &str) -> String {
-    format!(
-        "SELECT {MEMORY_COLS}, bm25(cmp_memories_ngram) AS score
-         FROM cmp_memories_ngram JOIN cmp_memories AS m ON m.rid = cmp_memories_ngram.rowid
-         WHERE cmp_memories_ngram MATCH :q AND {eligible}
-         ORDER BY score, m.rid LIMIT :n"
-    )
-}
-
-/// Top `limit` memories by BM25 over the character-pair index (best first), visible or not yet
-/// visible.
-pub fn ngram_search(conn: &Connection, q: &Query<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Memory>> {
-    let mut st = conn.prepare_cached(&ngram_sql(q.eligible()))?;
-    let rows = st.query_map(
-        named_params! {":q": expr, ":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64},
-        memory_from_row,
-    )?;
-    rows.collect()
-}
-
-/// Rows FTS5 ranks first that are read beyond `limit`, before the eligibility filter.
-const OVERFETCH: usize = 56;
-/// Past this many ranked rows the fast path gives up and runs [`sql`] (one join over every match).
-const FAST_PATH_MAX: usize = 8192;
-
-/// Top `limit` memories by BM25 (best first, ties by rid), visible or not yet visible (the caller
-/// splits them): exactly the rows of [`sql`], found without joining every match.
-///
-/// The matches are ranked on the index alone (`ORDER BY rank, rowid LIMIT m`: BM25, then rowid, the
-/// same total order as [`sql`]); only those `m` rows are read from `cmp_memories` and filtered by
-/// eligibility, in the same statement. The first `limit` eligible rows of that prefix are the answer
-/// when there are `limit` of them, or when the prefix holds every match. Otherwise `m` grows, and
-/// past [`FAST_PATH_MAX`] the join query answers.
-pub fn search(conn: &Connection, q: &Query<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Memory>> {
-    let mut m = limit + OVERFETCH;
-    while m <= FAST_PATH_MAX {
-        let _t = crate::timing::phase("fts: ranked rows, eligibility");
-        let mut st = conn.prepare_cached(&format!(
-            "SELECT f.rowid, m.rid IS NOT NULL, {MEMORY_COLS}
-             FROM (SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH :q
-                   ORDER BY rank, rowid LIMIT :m) AS f
-             LEFT JOIN cmp_memories AS m ON m.rid = f.rowid AND {}
-             ORDER BY f.rank, f.rowid",
-            q.eligible()
-        ))?;
-        let mut rows = st.query(named_params! {":q": expr, ":m": m as i64, ":scope": q.scope, ":h": q.horizon_jd})?;
-        let mut n = 0usize;
-        let mut found: Vec<Memory> = Vec::new();
-        while let Some(r) = rows.next()? {
-            n += 1;
-            if r.get::<_, bool>(1)? && found.len() < limit {
-                found.push(crate::store::memory_from_row_at(r, 2)?);
-            }
-        }
-        if n < m || found.len() >= limit {
-            return Ok(found);
-        }
-        m *= 4;
-    }
-    let _t = crate::timing::phase("fts: join query (fallback)");
-    let mut st = conn.prepare_cached(&sql(q.eligible()))?;
-    let rows = st.query_map(
-        named_params! {":q": expr, ":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64},
-        memory_from_row,
-    )?;
-    rows.collect()
 }
 
 #[cfg(test)]

@@ -199,7 +199,7 @@ mod tests {
         let mut q = query("");
         q.recency_limit = n;
         let mut pool = Pool::default();
-        let mut rows = crate::retrieve::recency::search(&conn, &q, n).expect("rows");
+        let mut rows = crate::store::memories::newest(&conn, q.reader(), n, false).expect("rows");
         rows.sort_by_key(|m| m.rid);
         for m in rows {
             pool.add(m);

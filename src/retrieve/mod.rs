@@ -1,8 +1,8 @@
 //! Hybrid retrieval: one module per retriever, fused by reciprocal rank fusion (k = 60).
 //!
-//! Every retriever reads through the same eligibility rule ([`ELIGIBLE`]): one scope, never a
-//! redacted row, never a row superseded at the horizon (`as_of`, else `now`). Rows captured after the
-//! horizon are not yet visible ([`VISIBLE`]); lexical matches among them are counted as `pending`.
+//! Every retriever reads through the same eligibility rule ([`crate::store::eligibility`]): one
+//! scope, never a redacted row, never a row superseded at the horizon (`as_of`, else `now`). Rows
+//! captured after the horizon are not yet visible; lexical matches among them are counted as `pending`.
 
 pub mod context;
 pub mod entity;
@@ -13,29 +13,12 @@ pub mod recency;
 pub mod vector;
 
 use crate::error::{CmpError, Result};
-use crate::store::Memory;
+use crate::store::{Memory, Reader};
 use crate::text;
 use crate::time::{self, Epoch};
 use fuse::Rankings;
 use pool::Pool;
 use rusqlite::Connection;
-
-/// SQL condition (table alias `m`, parameters `:scope`, `:h` = horizon as a Julian day) for a row
-/// that may be read: in scope, not redacted, not superseded at the horizon.
-/// A `superseded_by` that names no row (a dangling id) does not hide the row.
-pub const ELIGIBLE: &str = "m.scope = :scope AND (m.redacted = 0 OR m.redacted IS NULL) \
-     AND (m.superseded_by IS NULL OR coalesce(julianday(m.superseded_at) > :h, 0) \
-          OR NOT EXISTS (SELECT 1 FROM cmp_memories AS s WHERE s.id = m.superseded_by))";
-/// [`ELIGIBLE`] without the supersession test (MQL with `valid_only: false` narrows afterwards). It
-/// names `:h` too, so both conditions bind the same parameters.
-pub const ELIGIBLE_ANY_VERSION: &str = "m.scope = :scope AND (m.redacted = 0 OR m.redacted IS NULL) AND :h IS NOT NULL";
-
-/// True when `m` is superseded at `horizon` (an unparseable superseded_at counts as superseded).
-pub fn superseded_at(m: &Memory, horizon: Epoch) -> bool {
-    m.superseded_by.is_some() && m.superseded_at.as_deref().and_then(time::parse).is_none_or(|t| t <= horizon)
-}
-/// SQL condition for a row already captured at the horizon (unparseable timestamps count as visible).
-pub const VISIBLE: &str = "coalesce(julianday(m.captured_at) <= :h, 1)";
 
 /// Most task terms sent to FTS5.
 pub const MAX_TERMS: usize = 32;
@@ -163,13 +146,9 @@ pub struct Query<'a> {
 }
 
 impl<'a> Query<'a> {
-    /// The eligibility condition this query reads through.
-    pub fn eligible(&self) -> &'static str {
-        if self.include_superseded {
-            ELIGIBLE_ANY_VERSION
-        } else {
-            ELIGIBLE
-        }
+    /// Who this query reads as: its scope at its horizon, with superseded rows or not.
+    pub fn reader(&self) -> Reader<'a> {
+        Reader { scope: self.scope, h: self.horizon_jd, any_version: self.include_superseded }
     }
 
     /// A query at `horizon`. The newest memories are offered (with no score) only to a task that asks

@@ -4,11 +4,11 @@
 //! ranks the candidate pool the other retrievers found, so hybrid retrieval works with no model.
 
 use super::pool::{Pool, Ranking};
-use super::{Query, VECTOR_LIMIT, VISIBLE};
+use super::{Query, VECTOR_LIMIT};
 use crate::error::{fail, CmpError, Result};
-use crate::store::{memory_from_row, MEMORY_COLS};
+use crate::store::memories::{by_rids, each_embedding};
 use crate::text;
-use rusqlite::{named_params, Connection};
+use rusqlite::Connection;
 use std::collections::HashMap;
 
 /// What the vector retriever found.
@@ -44,16 +44,8 @@ fn user_ranking(conn: &Connection, func: &str, q: &Query<'_>, qe: &[f32], pool: 
     let scan = scan(conn, func, q, qe, VECTOR_LIMIT)?;
     let missing: Vec<i64> = scan.hits.iter().map(|h| h.0).filter(|r| pool.index_of(*r).is_none()).collect();
     if !missing.is_empty() {
-        let sql_err = |e| CmpError::sql(func, e);
-        let ids = serde_json::to_string(&missing).unwrap_or_else(|_| "[]".into());
-        let mut st = conn
-            .prepare_cached(&format!(
-                "SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.rid IN (SELECT value FROM json_each(?1))"
-            ))
-            .map_err(sql_err)?;
-        let rows = st.query_map([ids], memory_from_row).map_err(sql_err)?;
-        for m in rows {
-            pool.add(m.map_err(sql_err)?);
+        for m in by_rids(conn, &missing).map_err(|e| CmpError::sql(func, e))? {
+            pool.add(m);
         }
     }
     let mut out = Vectors { skipped: scan.skipped, ..Vectors::default() };
@@ -148,43 +140,17 @@ pub struct Scan {
 /// Brute-force cosine over every eligible, visible memory with an embedding. A query whose dimension
 /// matches no stored embedding is an error naming both dimensions.
 pub fn scan(conn: &Connection, func: &str, q: &Query<'_>, query: &[f32], limit: usize) -> Result<Scan> {
-    let eligible = q.eligible();
-    let sql = format!(
-        "SELECT m.rid, m.embedding FROM cmp_memories AS m
-         WHERE m.embedding IS NOT NULL AND {eligible} AND {VISIBLE}"
-    );
-    type Scanned = (Vec<(i64, f32)>, usize, Option<usize>);
-    let run = || -> rusqlite::Result<Scanned> {
-        let mut st = conn.prepare_cached(&sql)?;
-        let mut rows = st.query(named_params! {":scope": q.scope, ":h": q.horizon_jd})?;
-        let (mut hits, mut skipped, mut other_dim) = (Vec::new(), 0usize, None);
-        let qn = query.iter().map(|x| x * x).sum::<f32>().sqrt();
-        while let Some(r) = rows.next()? {
-            let rid: i64 = r.get(0)?;
-            let blob = match r.get_ref(1)? {
-                rusqlite::types::ValueRef::Blob(b) => b,
-                _ => {
-                    skipped += 1;
-                    continue;
-                }
-            };
-            if blob.len() != query.len() * 4 {
-                skipped += 1;
-                other_dim.get_or_insert(blob.len() / 4);
-                continue;
-            }
-            let (mut dot, mut nb) = (0f32, 0f32);
-            for (c, x) in blob.chunks_exact(4).zip(query) {
-                let y = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                dot += x * y;
-                nb += y * y;
-            }
-            let cos = if qn == 0.0 || nb == 0.0 || !dot.is_finite() { 0.0 } else { dot / (qn * nb.sqrt()) };
-            hits.push((rid, if cos.is_finite() { cos } else { 0.0 }));
+    let (mut hits, mut skipped, mut other_dim) = (Vec::new(), 0usize, None);
+    let qn = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let each = |rid: i64, blob: Option<&[u8]>| match blob {
+        Some(b) if b.len() == query.len() * 4 => hits.push((rid, cosine_le(query, qn, b))),
+        Some(b) => {
+            skipped += 1;
+            other_dim.get_or_insert(b.len() / 4);
         }
-        Ok((hits, skipped, other_dim))
+        None => skipped += 1,
     };
-    let (mut hits, skipped, other_dim) = run().map_err(|e| CmpError::sql(func, e))?;
+    each_embedding(conn, q.reader(), each).map_err(|e| CmpError::sql(func, e))?;
     if hits.is_empty() {
         if let Some(d) = other_dim {
             return fail(
@@ -196,6 +162,23 @@ pub fn scan(conn: &Connection, func: &str, q: &Query<'_>, query: &[f32], limit: 
     hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     hits.truncate(limit);
     Ok(Scan { hits, skipped })
+}
+
+/// Cosine of `query` (whose norm is `qn`) to a float32 LE blob of the same dimension; 0 when either
+/// is zero or the result is not finite.
+fn cosine_le(query: &[f32], qn: f32, blob: &[u8]) -> f32 {
+    let (mut dot, mut nb) = (0f32, 0f32);
+    for (c, x) in blob.chunks_exact(4).zip(query) {
+        let y = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        dot += x * y;
+        nb += y * y;
+    }
+    let cos = if qn == 0.0 || nb == 0.0 || !dot.is_finite() { 0.0 } else { dot / (qn * nb.sqrt()) };
+    if cos.is_finite() {
+        cos
+    } else {
+        0.0
+    }
 }
 
 #[cfg(test)]
@@ -214,7 +197,7 @@ mod tests {
         add(&conn, "mem_2", "atlas launch review", "2026-05-01T00:00:00Z", "semantic", "[]");
         let mut pool = Pool::default();
         let q = query("");
-        for m in crate::retrieve::recency::search(&conn, &q, 10).expect("rows") {
+        for m in crate::store::memories::newest(&conn, q.reader(), 10, false).expect("rows") {
             pool.add(m);
         }
         let r = rank(&conn, "t", &q, &hash_embed("the atlas launch"), &mut pool).expect("rank");
