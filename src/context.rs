@@ -3,7 +3,7 @@
 
 use crate::cursor;
 use crate::envelope::{Layout, Legend, Parts};
-use crate::error::{CmpError, Result};
+use crate::error::Result;
 use crate::options::Options;
 use crate::pack::{self, intent, Item, Layer, Pack};
 use crate::profile::{self, Profile};
@@ -21,8 +21,6 @@ pub const MAX_OPEN_TASKS: usize = 50;
 /// One pack request.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
-    /// SQL function name (for errors).
-    pub func: &'a str,
     /// Task text.
     pub task: &'a str,
     /// Model string.
@@ -68,8 +66,8 @@ fn age_days(when: Option<&str>, now: f64) -> f64 {
 }
 
 /// Open tasks of the scope as open_loops candidates: tasks sharing words with the task first.
-fn open_loops(conn: &Connection, func: &str, scope: &str, terms: &[String], now: f64) -> Result<Vec<Item>> {
-    let tasks = crate::store::tasks::open(conn, scope, MAX_OPEN_TASKS).map_err(|e| CmpError::sql(func, e))?;
+fn open_loops(conn: &Connection, scope: &str, terms: &[String], now: f64) -> Result<Vec<Item>> {
+    let tasks = crate::store::tasks::open(conn, scope, MAX_OPEN_TASKS)?;
     let mut items = Vec::new();
     for t in tasks {
         let (id, title, due, ents) = (t.id, t.title, t.due_at, t.entities);
@@ -143,9 +141,9 @@ pub fn gather(conn: &Connection, req: &Request<'_>) -> Result<Gathered> {
     if intent == intent::Intent::Recall {
         q.recency_limit = RECALL_RECENCY;
     }
-    let r = retrieve::retrieve(conn, req.func, &q)?;
+    let r = retrieve::retrieve(conn, &q)?;
     let mut items: Vec<Item> = r.candidates.into_iter().map(|c| item_from_candidate(c, o.now)).collect();
-    items.extend(open_loops(conn, req.func, &o.scope, &r.terms, o.now)?);
+    items.extend(open_loops(conn, &o.scope, &r.terms, o.now)?);
     let counter = Counter::for_model(req.model, profile.name);
     Ok(Gathered {
         profile,
@@ -165,7 +163,7 @@ pub fn layout(o: &Options, counter: Counter, session: bool, legend: Legend) -> L
 }
 
 /// The pack cursor for a partial pack: the call's parameters and the page offset, signed.
-pub fn pack_cursor(conn: &Connection, func: &str, req: &Request<'_>, budget: usize, offset: usize) -> Result<String> {
+pub fn pack_cursor(conn: &Connection, req: &Request<'_>, budget: usize, offset: usize) -> Result<String> {
     let o = req.options;
     let payload = json!({
         "task": req.task,
@@ -177,7 +175,7 @@ pub fn pack_cursor(conn: &Connection, func: &str, req: &Request<'_>, budget: usi
         "query_embedding": o.query_embedding,
         "offset": offset,
     });
-    cursor::sign(conn, func, cursor::PACK_PREFIX, &payload)
+    cursor::sign(conn, cursor::PACK_PREFIX, &payload)
 }
 
 /// Largest share of the budget a pack cursor may take: a cursor carries the task and the query
@@ -187,7 +185,7 @@ const CURSOR_SHARE: usize = 4;
 
 /// The pack cursor for `g`'s first page, or None when it costs more than a quarter of the budget.
 pub fn fitting_cursor(conn: &Connection, req: &Request<'_>, g: &Gathered) -> Result<Option<String>> {
-    let c = pack_cursor(conn, req.func, req, g.budget, 0)?;
+    let c = pack_cursor(conn, req, g.budget, 0)?;
     let cap = g.budget / CURSOR_SHARE;
     Ok((g.counter.count_capped(&c, cap) <= cap).then_some(c))
 }

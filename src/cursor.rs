@@ -4,7 +4,7 @@
 //! the model reads, so it carries its fields as plain text joined by `|` and a 96-bit tag. A forged, altered, truncated or foreign-database cursor fails to verify and
 //! is an error, never a wider read.
 
-use crate::error::{fail, Result};
+use crate::error::{Error, Result};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
 use hmac::{Hmac, Mac};
@@ -19,11 +19,11 @@ pub const PACK_PREFIX: &str = "cmpc:";
 /// Longest cursor accepted, in bytes.
 pub const MAX_CURSOR_BYTES: usize = 256 * 1024;
 
-fn mac(conn: &Connection, func: &str) -> Result<Hmac<Sha256>> {
+fn mac(conn: &Connection) -> Result<Hmac<Sha256>> {
     let Some(secret) = crate::store::meta(conn, "secret") else {
-        return fail(func, "the cmp schema is missing; run SELECT cmp_init() first");
+        return Err(Error::Schema("the cmp schema is missing; run SELECT cmp_init() first".into()));
     };
-    Hmac::<Sha256>::new_from_slice(secret.as_bytes()).or_else(|_| fail(func, "cannot key the cursor hash"))
+    Hmac::<Sha256>::new_from_slice(secret.as_bytes()).map_err(|_| Error::Internal("cannot key the cursor hash".into()))
 }
 
 /// The fields of a pack cursor, in their order in its body.
@@ -114,17 +114,17 @@ fn parse_pack_body(body: &str) -> Option<Value> {
 }
 
 /// Signs `payload` as a cursor with `prefix`.
-pub fn sign(conn: &Connection, func: &str, prefix: &str, payload: &Value) -> Result<String> {
+pub fn sign(conn: &Connection, prefix: &str, payload: &Value) -> Result<String> {
     if prefix == PACK_PREFIX {
         let body = pack_body(payload);
-        let mut m = mac(conn, func)?;
+        let mut m = mac(conn)?;
         m.update(prefix.as_bytes());
         m.update(body.as_bytes());
         let tag = B64.encode(&m.finalize().into_bytes()[..PACK_TAG_BYTES]);
         return Ok(format!("{prefix}{body}.{tag}"));
     }
     let body = B64.encode(payload.to_string());
-    let mut m = mac(conn, func)?;
+    let mut m = mac(conn)?;
     m.update(prefix.as_bytes());
     m.update(body.as_bytes());
     let tag = B64.encode(m.finalize().into_bytes());
@@ -132,8 +132,9 @@ pub fn sign(conn: &Connection, func: &str, prefix: &str, payload: &Value) -> Res
 }
 
 /// Verifies a cursor and returns (prefix, payload).
-pub fn verify(conn: &Connection, func: &str, cursor: &str) -> Result<(&'static str, Value)> {
-    let bad = || fail(func, "cursor is invalid: it was altered, truncated, or issued by another database");
+pub fn verify(conn: &Connection, cursor: &str) -> Result<(&'static str, Value)> {
+    let bad =
+        || Err(Error::Cursor("cursor is invalid: it was altered, truncated, or issued by another database".into()));
     if cursor.len() > MAX_CURSOR_BYTES {
         return bad();
     }
@@ -151,7 +152,7 @@ pub fn verify(conn: &Connection, func: &str, cursor: &str) -> Result<(&'static s
     let Ok(tag) = B64.decode(tag) else {
         return bad();
     };
-    let mut m = mac(conn, func)?;
+    let mut m = mac(conn)?;
     m.update(prefix.as_bytes());
     m.update(body.as_bytes());
     if prefix == PACK_PREFIX {

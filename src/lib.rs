@@ -44,12 +44,12 @@ const PURE: FunctionFlags =
 /// Flags of a function that reads or writes the database: only from top-level SQL.
 const STATEFUL: FunctionFlags = FunctionFlags::SQLITE_UTF8.union(FunctionFlags::SQLITE_DIRECTONLY);
 
-type Scalar = fn(&Context<'_>) -> rusqlite::Result<rusqlite::types::Value>;
+type Scalar = fn(&Context<'_>) -> error::Result<rusqlite::types::Value>;
 
 macro_rules! scalar {
     ($f:path) => {{
-        fn adapter(ctx: &Context<'_>) -> rusqlite::Result<rusqlite::types::Value> {
-            $f(ctx).map(Into::into).map_err(Into::into)
+        fn adapter(ctx: &Context<'_>) -> error::Result<rusqlite::types::Value> {
+            $f(ctx).map(Into::into)
         }
         adapter as Scalar
     }};
@@ -81,14 +81,12 @@ pub fn function_names() -> Vec<&'static str> {
 /// Registers every cmp function on `conn`. Fails with a clear message when this SQLite lacks FTS5.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     if !store::schema::has_fts5(conn) {
-        return Err(error::CmpError::new(
-            "cmp",
-            "this SQLite was built without FTS5, which cmp needs; use a build with SQLITE_ENABLE_FTS5",
-        )
-        .into());
+        let why = "this SQLite was built without FTS5, which cmp needs; use a build with SQLITE_ENABLE_FTS5";
+        return Err(error::Error::Unsupported(why.into()).in_function("cmp").into());
     }
+    // The SQL boundary: the function's name is added to its errors here, once.
     for (name, n, flags, f) in scalars() {
-        conn.create_scalar_function(name, n, flags, f)?;
+        conn.create_scalar_function(name, n, flags, move |ctx| f(ctx).map_err(|e| e.in_function(name).into()))?;
     }
     const SEARCH: Module<Tab<functions::search::Search>> = Module::eponymous_only_module();
     conn.create_module(c"cmp_search", &SEARCH, None)?;

@@ -3,7 +3,7 @@
 //! superseded (when valid_only) → unlisted kinds → entity misses → relevance < min_relevance →
 //! confidence-else-trust < min_trust.
 
-use crate::error::{fail, Result};
+use crate::error::{Error, Result};
 use crate::options::{parse_scope, parse_time, short};
 use crate::time::{self, Epoch};
 use serde_json::{json, Map, Value};
@@ -91,70 +91,70 @@ pub struct Mql {
     pub offset: usize,
 }
 
-fn unit(func: &str, field: &str, v: &Value) -> Result<f64> {
+fn unit(field: &str, v: &Value) -> Result<f64> {
     match v.as_f64() {
         Some(x) if v.is_number() && (0.0..=1.0).contains(&x) => Ok(x),
-        Some(x) if v.is_number() => fail(func, format!("{field} must be within [0, 1], got {x}")),
-        _ => fail(func, format!("{field} must be a number within [0, 1], got {}", short(v))),
+        Some(x) if v.is_number() => Err(Error::invalid(field, format!("must be within [0, 1], got {x}"))),
+        _ => Err(Error::invalid(field, format!("must be a number within [0, 1], got {}", short(v)))),
     }
 }
 
-fn int_in(func: &str, field: &str, v: &Value, lo: i64, hi: i64) -> Result<i64> {
+fn int_in(field: &str, v: &Value, lo: i64, hi: i64) -> Result<i64> {
     match v.as_i64() {
         Some(x) if (lo..=hi).contains(&x) => Ok(x),
-        _ if v.is_number() => fail(func, format!("{field} must be an integer within [{lo}, {hi}], got {v}")),
-        _ => fail(func, format!("{field} must be an integer within [{lo}, {hi}], got {}", short(v))),
+        _ if v.is_number() => Err(Error::invalid(field, format!("must be an integer within [{lo}, {hi}], got {v}"))),
+        _ => Err(Error::invalid(field, format!("must be an integer within [{lo}, {hi}], got {}", short(v)))),
     }
 }
 
-fn strings(func: &str, field: &str, v: &Value) -> Result<Vec<String>> {
+fn strings(field: &str, v: &Value) -> Result<Vec<String>> {
     let Value::Array(a) = v else {
-        return fail(func, format!("{field} must be an array of strings, got {}", short(v)));
+        return Err(Error::invalid(field, format!("must be an array of strings, got {}", short(v))));
     };
     a.iter()
         .enumerate()
         .map(|(i, x)| match x {
             Value::String(s) => Ok(s.clone()),
-            other => fail(func, format!("{field}[{i}] must be a string, got {}", short(other))),
+            other => Err(Error::invalid(format!("{field}[{i}]"), format!("must be a string, got {}", short(other)))),
         })
         .collect()
 }
 
 /// Parses and validates MQL JSON text.
-pub fn parse(func: &str, text: &str) -> Result<Mql> {
+pub fn parse(text: &str) -> Result<Mql> {
     let v: Value = match serde_json::from_str(text) {
         Ok(v) => v,
-        Err(e) => return fail(func, format!("mql must be a JSON object: {e}")),
+        Err(e) => return Err(Error::invalid("mql", format!("must be a JSON object: {e}"))),
     };
     let Value::Object(map) = v else {
-        return fail(func, format!("mql must be a JSON object, got {}", short(&v)));
+        return Err(Error::invalid("mql", format!("must be a JSON object, got {}", short(&v))));
     };
-    from_map(func, &map)
+    from_map(&map)
 }
 
 /// Validates an MQL object.
-pub fn from_map(func: &str, map: &Map<String, Value>) -> Result<Mql> {
+pub fn from_map(map: &Map<String, Value>) -> Result<Mql> {
     for k in map.keys() {
         if !FIELDS.contains(&k.as_str()) {
-            return fail(func, format!("unknown field {k:?} (accepted: {})", FIELDS.join(", ")));
+            return Err(Error::usage(format!("unknown field {k:?} (accepted: {})", FIELDS.join(", "))));
         }
     }
     let (mode, raw) = match (map.get("ask"), map.get("find")) {
-        (Some(_), Some(_)) => return fail(func, "give exactly one of ask or find, got both"),
-        (None, None) => return fail(func, "give exactly one of ask or find, got neither"),
+        (Some(_), Some(_)) => return Err(Error::usage("give exactly one of ask or find, got both")),
+        (None, None) => return Err(Error::usage("give exactly one of ask or find, got neither")),
         (Some(a), None) => (Mode::Ask, ("ask", a)),
         (None, Some(f)) => (Mode::Find, ("find", f)),
     };
     let text = match raw.1 {
-        Value::String(s) if s.trim().is_empty() => return fail(func, format!("{} must be a non-blank string", raw.0)),
+        Value::String(s) if s.trim().is_empty() => return Err(Error::invalid(raw.0, "must be a non-blank string")),
         Value::String(s) if s.chars().count() > MAX_QUERY_CHARS => {
-            return fail(
-                func,
-                format!("{} must be at most {MAX_QUERY_CHARS} characters, got {}", raw.0, s.chars().count()),
-            )
+            return Err(Error::invalid(
+                raw.0,
+                format!("must be at most {MAX_QUERY_CHARS} characters, got {}", s.chars().count()),
+            ))
         }
         Value::String(s) => s.clone(),
-        other => return fail(func, format!("{} must be a string, got {}", raw.0, short(other))),
+        other => return Err(Error::invalid(raw.0, format!("must be a string, got {}", short(other)))),
     };
     let mut m = Mql {
         mode,
@@ -176,73 +176,78 @@ pub fn from_map(func: &str, map: &Map<String, Value>) -> Result<Mql> {
     for (k, v) in map {
         match k.as_str() {
             "layers" => {
-                let l = strings(func, "layers", v)?;
+                let l = strings("layers", v)?;
                 if l.is_empty() {
-                    return fail(func, "layers must list at least one kind");
+                    return Err(Error::invalid("layers", "must list at least one kind"));
                 }
                 for x in &l {
                     if !KINDS.contains(&x.as_str()) {
-                        return fail(func, format!("layers: unknown kind {x:?} (kinds: {})", KINDS.join(", ")));
+                        return Err(Error::invalid(
+                            "layers",
+                            format!(": unknown kind {x:?} (kinds: {})", KINDS.join(", ")),
+                        ));
                     }
                 }
                 m.layers = Some(l);
             }
             "entities" => {
-                let e = strings(func, "entities", v)?;
+                let e = strings("entities", v)?;
                 if e.len() > MAX_ENTITIES {
-                    return fail(func, format!("entities must list at most {MAX_ENTITIES} names, got {}", e.len()));
+                    return Err(Error::invalid(
+                        "entities",
+                        format!("must list at most {MAX_ENTITIES} names, got {}", e.len()),
+                    ));
                 }
                 for x in &e {
                     if x.trim().is_empty() || x.chars().count() > MAX_ENTITY_CHARS {
-                        return fail(
-                            func,
-                            format!(
-                                "entities: each name must be 1..{MAX_ENTITY_CHARS} characters, got {}",
-                                short(&json!(x))
-                            ),
-                        );
+                        return Err(Error::invalid(
+                            "entities",
+                            format!(": each name must be 1..{MAX_ENTITY_CHARS} characters, got {}", short(&json!(x))),
+                        ));
                     }
                 }
                 m.entities = Some(e);
             }
-            "as_of" => m.as_of = Some(parse_time(func, "as_of", v)?),
-            "now" => m.now = parse_time(func, "now", v)?,
-            "scope" => m.scope = parse_scope(func, v)?,
+            "as_of" => m.as_of = Some(parse_time("as_of", v)?),
+            "now" => m.now = parse_time("now", v)?,
+            "scope" => m.scope = parse_scope(v)?,
             "valid_only" => match v {
                 Value::Bool(b) => m.valid_only = *b,
-                other => return fail(func, format!("valid_only must be a boolean, got {}", short(other))),
+                other => return Err(Error::invalid("valid_only", format!("must be a boolean, got {}", short(other)))),
             },
-            "min_relevance" => m.min_relevance = Some(unit(func, "min_relevance", v)?),
-            "min_trust" => m.min_trust = Some(unit(func, "min_trust", v)?),
+            "min_relevance" => m.min_relevance = Some(unit("min_relevance", v)?),
+            "min_trust" => m.min_trust = Some(unit("min_trust", v)?),
             "budget_tokens" => {
                 if mode == Mode::Find {
-                    return fail(func, "budget_tokens applies to ask, not find");
+                    return Err(Error::invalid("budget_tokens", "applies to ask, not find"));
                 }
-                m.budget_tokens = Some(int_in(func, "budget_tokens", v, BUDGET_MIN, BUDGET_MAX)?);
+                m.budget_tokens = Some(int_in("budget_tokens", v, BUDGET_MIN, BUDGET_MAX)?);
             }
             "model" => {
                 if mode == Mode::Find {
-                    return fail(func, "model applies to ask, not find");
+                    return Err(Error::invalid("model", "applies to ask, not find"));
                 }
                 match v {
                     Value::String(s) if s.chars().count() <= MAX_MODEL_CHARS => m.model = Some(s.clone()),
                     other => {
-                        return fail(
-                            func,
-                            format!(
-                                "model must be a string of at most {MAX_MODEL_CHARS} characters, got {}",
-                                short(other)
-                            ),
-                        )
+                        return Err(Error::invalid(
+                            "model",
+                            format!("must be a string of at most {MAX_MODEL_CHARS} characters, got {}", short(other)),
+                        ))
                     }
                 }
             }
             "expand" => match v.as_str() {
                 Some(d @ ("document" | "neighbors" | "more")) => m.expand = Some(d.to_string()),
-                _ => return fail(func, format!("expand must be one of document, neighbors, more, got {}", short(v))),
+                _ => {
+                    return Err(Error::invalid(
+                        "expand",
+                        format!("must be one of document, neighbors, more, got {}", short(v)),
+                    ))
+                }
             },
-            "k" => m.k = int_in(func, "k", v, K_MIN, K_MAX)? as usize,
-            "offset" => m.offset = int_in(func, "offset", v, 0, 1_000_000)? as usize,
+            "k" => m.k = int_in("k", v, K_MIN, K_MAX)? as usize,
+            "offset" => m.offset = int_in("offset", v, 0, 1_000_000)? as usize,
             _ => {}
         }
     }
@@ -346,12 +351,12 @@ mod tests {
             (r#"{"find":"x","expand":"sideways"}"#, "q: expand must be one of document, neighbors, more"),
             (r#"[]"#, "q: mql must be a JSON object"),
         ] {
-            let e = parse("q", q).unwrap_err().0;
+            let e = parse(q).unwrap_err().in_function("q").to_string();
             assert!(e.starts_with(want), "{q}: {e}");
         }
-        let m = parse("q", r#"{"find":"atlas","k":3,"min_trust":0.5,"now":"2026-01-01"}"#).unwrap();
+        let m = parse(r#"{"find":"atlas","k":3,"min_trust":0.5,"now":"2026-01-01"}"#).unwrap();
         assert_eq!((m.mode, m.k, m.min_trust), (Mode::Find, 3, Some(0.5)));
-        let again = from_map("q", m.to_value().as_object().unwrap()).unwrap();
+        let again = from_map(m.to_value().as_object().unwrap()).unwrap();
         assert_eq!(again, m);
     }
 }

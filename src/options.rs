@@ -1,7 +1,7 @@
 //! The `options` JSON object shared by cmp_context, cmp_items, cmp_search and cmp_expand
 //! (SPEC.md "Functions"). Unknown keys are errors, never ignored.
 
-use crate::error::{fail, Result};
+use crate::error::{Error, Result};
 use crate::time::{self, Epoch};
 use serde_json::Value;
 
@@ -83,23 +83,23 @@ impl Options {
 }
 
 /// Parses an ISO-8601 option value.
-pub fn parse_time(func: &str, field: &str, v: &Value) -> Result<Epoch> {
+pub fn parse_time(field: &str, v: &Value) -> Result<Epoch> {
     match v {
         Value::String(s) => match time::parse(s) {
             Some(t) => Ok(t),
-            None => fail(func, format!("{field} must be an ISO-8601 timestamp, got {s:?}")),
+            None => Err(Error::invalid(field, format!("must be an ISO-8601 timestamp, got {s:?}"))),
         },
-        other => fail(func, format!("{field} must be an ISO-8601 string, got {}", short(other))),
+        other => Err(Error::invalid(field, format!("must be an ISO-8601 string, got {}", short(other)))),
     }
 }
 
 /// Parses a scope value.
-pub fn parse_scope(func: &str, v: &Value) -> Result<String> {
+pub fn parse_scope(v: &Value) -> Result<String> {
     match v {
         Value::String(s) if !s.is_empty() && s.chars().count() <= MAX_SCOPE_CHARS => Ok(s.clone()),
-        Value::String(s) if s.is_empty() => fail(func, "scope must be a non-empty string"),
-        Value::String(_) => fail(func, format!("scope must be at most {MAX_SCOPE_CHARS} characters")),
-        other => fail(func, format!("scope must be a string, got {}", short(other))),
+        Value::String(s) if s.is_empty() => Err(Error::invalid("scope", "must be a non-empty string")),
+        Value::String(_) => Err(Error::invalid("scope", format!("must be at most {MAX_SCOPE_CHARS} characters"))),
+        other => Err(Error::invalid("scope", format!("must be a string, got {}", short(other)))),
     }
 }
 
@@ -113,20 +113,20 @@ pub fn short(v: &Value) -> String {
     }
 }
 
-/// Parses `options` for `func`, accepting only the keys in `allowed`.
-pub fn parse(func: &str, text: Option<&str>, allowed: &[&str]) -> Result<Options> {
+/// Parses `options`, accepting only the keys in `allowed`.
+pub fn parse(text: Option<&str>, allowed: &[&str]) -> Result<Options> {
     let mut o = Options::default();
     let Some(text) = text else { return Ok(o) };
     let v: Value = match serde_json::from_str(text) {
         Ok(v) => v,
-        Err(e) => return fail(func, format!("options must be a JSON object: {e}")),
+        Err(e) => return Err(Error::invalid("options", format!("must be a JSON object: {e}"))),
     };
     let Value::Object(map) = v else {
-        return fail(func, format!("options must be a JSON object, got {}", short(&v)));
+        return Err(Error::invalid("options", format!("must be a JSON object, got {}", short(&v))));
     };
     for (k, v) in &map {
         if !allowed.contains(&k.as_str()) {
-            return fail(func, format!("unknown option {k:?} (accepted: {})", allowed.join(", ")));
+            return Err(Error::usage(format!("unknown option {k:?} (accepted: {})", allowed.join(", "))));
         }
         match k.as_str() {
             "format" => {
@@ -134,59 +134,77 @@ pub fn parse(func: &str, text: Option<&str>, allowed: &[&str]) -> Result<Options
                     Some("smp") => Format::Smp,
                     Some("json") => Format::Json,
                     Some("markdown") => Format::Markdown,
-                    _ => return fail(func, format!("format must be one of smp, json, markdown, got {}", short(v))),
+                    _ => {
+                        return Err(Error::invalid(
+                            "format",
+                            format!("must be one of smp, json, markdown, got {}", short(v)),
+                        ))
+                    }
                 }
             }
             "now" => {
-                o.now = parse_time(func, "now", v)?;
+                o.now = parse_time("now", v)?;
                 o.now_given = true;
             }
-            "as_of" => o.as_of = Some(parse_time(func, "as_of", v)?),
+            "as_of" => o.as_of = Some(parse_time("as_of", v)?),
             "scope" => {
-                o.scope = parse_scope(func, v)?;
+                o.scope = parse_scope(v)?;
                 o.scope_given = true;
             }
             "pin" => match v {
                 Value::Bool(b) => o.pin = *b,
-                other => return fail(func, format!("pin must be a boolean, got {}", short(other))),
+                other => return Err(Error::invalid("pin", format!("must be a boolean, got {}", short(other)))),
             },
             "send" => {
                 o.send = match v.as_str() {
                     Some("all") => Send::All,
                     Some("delta") => Send::Delta,
-                    _ => return fail(func, format!("send must be \"all\" or \"delta\", got {}", short(v))),
+                    _ => return Err(Error::invalid("send", format!("must be \"all\" or \"delta\", got {}", short(v)))),
                 }
             }
             "audit" => match v {
                 Value::Bool(b) => o.audit = *b,
-                other => return fail(func, format!("audit must be a boolean, got {}", short(other))),
+                other => return Err(Error::invalid("audit", format!("must be a boolean, got {}", short(other)))),
             },
             "legend" => {
                 o.full_legend = match v.as_str() {
                     Some("compact") => false,
                     Some("full") => true,
-                    _ => return fail(func, format!("legend must be \"compact\" or \"full\", got {}", short(v))),
+                    _ => {
+                        return Err(Error::invalid(
+                            "legend",
+                            format!("must be \"compact\" or \"full\", got {}", short(v)),
+                        ))
+                    }
                 }
             }
-            "query_embedding" => o.query_embedding = Some(parse_embedding(func, v)?),
-            _ => return fail(func, format!("unknown option {k:?}")),
+            "query_embedding" => o.query_embedding = Some(parse_embedding(v)?),
+            _ => return Err(Error::usage(format!("unknown option {k:?}"))),
         }
     }
     Ok(o)
 }
 
-fn parse_embedding(func: &str, v: &Value) -> Result<Vec<f32>> {
+fn parse_embedding(v: &Value) -> Result<Vec<f32>> {
     let Value::Array(a) = v else {
-        return fail(func, format!("query_embedding must be an array of numbers, got {}", short(v)));
+        return Err(Error::invalid("query_embedding", format!("must be an array of numbers, got {}", short(v))));
     };
     if a.is_empty() || a.len() > MAX_EMBEDDING_DIMS {
-        return fail(func, format!("query_embedding must have 1..{MAX_EMBEDDING_DIMS} numbers, got {}", a.len()));
+        return Err(Error::invalid(
+            "query_embedding",
+            format!("must have 1..{MAX_EMBEDDING_DIMS} numbers, got {}", a.len()),
+        ));
     }
     let mut out = Vec::with_capacity(a.len());
     for (i, x) in a.iter().enumerate() {
         match x.as_f64() {
             Some(f) if f.is_finite() && (f as f32).is_finite() => out.push(f as f32),
-            _ => return fail(func, format!("query_embedding[{i}] must be a finite number, got {}", short(x))),
+            _ => {
+                return Err(Error::invalid(
+                    format!("query_embedding[{i}]"),
+                    format!("must be a finite number, got {}", short(x)),
+                ))
+            }
         }
     }
     Ok(out)
@@ -200,7 +218,7 @@ mod tests {
 
     #[test]
     fn parses_and_rejects() {
-        let o = parse("f", Some(r#"{"now":"2026-01-01","scope":"w","format":"json","pin":true}"#), ALL).unwrap();
+        let o = parse(Some(r#"{"now":"2026-01-01","scope":"w","format":"json","pin":true}"#), ALL).unwrap();
         assert_eq!(o.scope, "w");
         assert!(o.pin && o.now_given);
         for (bad, want) in [
@@ -212,7 +230,7 @@ mod tests {
             (r#"{"query_embedding":[1,"a"]}"#, "f: query_embedding[1] must be a finite number"),
             (r#"{"scope":""}"#, "f: scope must be a non-empty string"),
         ] {
-            let e = parse("f", Some(bad), ALL).unwrap_err().0;
+            let e = parse(Some(bad), ALL).unwrap_err().in_function("f").to_string();
             assert!(e.starts_with(want), "{bad}: {e}");
         }
     }

@@ -4,7 +4,7 @@
 use crate::context::{self, Request};
 use crate::cursor;
 use crate::envelope::memory_object;
-use crate::error::{fail, CmpError, Result};
+use crate::error::{Error, Result};
 use crate::mql::{self, Mode, Mql, Row};
 use crate::options::Options;
 use crate::pack::{Item, Packed};
@@ -30,19 +30,18 @@ fn row(p: &Packed, superseded: bool) -> Row {
 }
 
 /// The unnarrowed result rows of a query.
-fn base_rows(conn: &Connection, func: &str, m: &Mql) -> Result<Vec<Row>> {
+fn base_rows(conn: &Connection, m: &Mql) -> Result<Vec<Row>> {
     match m.mode {
         Mode::Find => {
             let mut q = Query::new(&m.text, &m.scope, m.horizon());
             q.include_superseded = true;
             q.recency_limit = 0;
             q.rules_limit = 0;
-            let r = retrieve::retrieve(conn, func, &q)?;
+            let r = retrieve::retrieve(conn, &q)?;
             // Superseded at the horizon by the one eligibility rule (the rows above were read
             // without it).
             let ids: Vec<&str> = r.candidates.iter().map(|c| c.mem.id.as_str()).collect();
-            let superseded =
-                store::memories::superseded(conn, &ids, q.horizon_jd).map_err(|e| CmpError::sql(func, e))?;
+            let superseded = store::memories::superseded(conn, &ids, q.horizon_jd)?;
             let mut rows = Vec::with_capacity(r.candidates.len());
             for c in r.candidates {
                 let sup = superseded.contains(&c.mem.id);
@@ -53,7 +52,7 @@ fn base_rows(conn: &Connection, func: &str, m: &Mql) -> Result<Vec<Row>> {
         Mode::Ask => {
             let o =
                 Options { now: m.now, now_given: true, as_of: m.as_of, scope: m.scope.clone(), ..Options::default() };
-            let req = Request { func, task: &m.text, model: m.model.as_deref(), budget: m.budget_tokens, options: &o };
+            let req = Request { task: &m.text, model: m.model.as_deref(), budget: m.budget_tokens, options: &o };
             let built = context::build(conn, &req)?;
             Ok(built.pack.items.iter().map(|p| row(p, false)).collect())
         }
@@ -61,8 +60,8 @@ fn base_rows(conn: &Connection, func: &str, m: &Mql) -> Result<Vec<Row>> {
 }
 
 /// Runs a validated query and returns the result object.
-pub fn run(conn: &Connection, func: &str, m: &Mql) -> Result<Value> {
-    let base = base_rows(conn, func, m)?;
+pub fn run(conn: &Connection, m: &Mql) -> Result<Value> {
+    let base = base_rows(conn, m)?;
     let from = base.len();
     let narrowed = mql::narrow(base, m);
     let to = narrowed.len();
@@ -73,7 +72,7 @@ pub fn run(conn: &Connection, func: &str, m: &Mql) -> Result<Value> {
     let cursor = if has_more {
         let mut next = m.clone();
         next.offset = end;
-        Some(cursor::sign(conn, func, cursor::MQL_PREFIX, &json!({"mql": next.to_value()}))?)
+        Some(cursor::sign(conn, cursor::MQL_PREFIX, &json!({"mql": next.to_value()}))?)
     } else {
         None
     };
@@ -99,10 +98,10 @@ pub fn run(conn: &Connection, func: &str, m: &Mql) -> Result<Value> {
 }
 
 /// Resumes a verified MQL cursor payload.
-pub fn resume(conn: &Connection, func: &str, payload: &Value) -> Result<Value> {
+pub fn resume(conn: &Connection, payload: &Value) -> Result<Value> {
     let Some(Value::Object(map)) = payload.get("mql") else {
-        return fail(func, "cursor is invalid: it carries no query");
+        return Err(Error::Cursor("cursor is invalid: it carries no query".into()));
     };
-    let m = mql::from_map(func, map)?;
-    run(conn, func, &m)
+    let m = mql::from_map(map)?;
+    run(conn, &m)
 }

@@ -9,7 +9,7 @@
 //! redacted, moved to another scope: the consumer should drop what it holds). **ours**: cap drops
 //! and unreadable refs are reported in `evicted`, so a consumer's mirror of the working set stays exact.
 
-use crate::error::{fail, CmpError, Result};
+use crate::error::{Error, Result};
 use crate::store;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
@@ -202,17 +202,16 @@ pub struct Turn {
 
 /// Reads session `sid` of `scope` at horizon `h` (a Julian day): its state and what each ref it
 /// holds is now.
-pub fn load_turn(conn: &Connection, func: &str, sid: &str, scope: &str, h: f64) -> Result<Turn> {
-    let sql_err = |e| CmpError::sql(func, e);
-    let stored = store::load_session(conn, sid, scope).map_err(sql_err)?;
+pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64) -> Result<Turn> {
+    let stored = store::load_session(conn, sid, scope)?;
     let state: State = match &stored {
         Some(s) => serde_json::from_str(s).map_err(|e| {
-            CmpError::new(func, format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
+            Error::Session(format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
         })?,
         None => State::default(),
     };
     let known: Vec<String> = state.known.keys().cloned().collect();
-    let status = store::ref_status(conn, &known, scope, h).map_err(sql_err)?;
+    let status = store::ref_status(conn, &known, scope, h)?;
     Ok(Turn { stored, state, status })
 }
 
@@ -222,7 +221,6 @@ pub fn load_turn(conn: &Connection, func: &str, sid: &str, scope: &str, h: f64) 
 /// at most [`SESSION_RETRIES`] times.
 pub fn run_turn<T>(
     conn: &Connection,
-    func: &str,
     sid: &str,
     scope: &str,
     h: f64,
@@ -230,17 +228,16 @@ pub fn run_turn<T>(
     mut attempt: impl FnMut(&Turn) -> Result<(T, State)>,
 ) -> Result<T> {
     for _ in 0..SESSION_RETRIES {
-        let turn = load_turn(conn, func, sid, scope, h)?;
+        let turn = load_turn(conn, sid, scope, h)?;
         let (out, next) = attempt(&turn)?;
-        let text = serde_json::to_string(&next).map_err(|e| CmpError::new(func, e))?;
+        let text = serde_json::to_string(&next).map_err(|e| Error::Internal(e.to_string()))?;
         let expected = turn.stored.as_ref().map(|_| turn.state.cursor);
-        let saved = store::save_session(conn, sid, scope, expected, next.turn, next.cursor, &text, at)
-            .map_err(|e| CmpError::sql(func, e))?;
+        let saved = store::save_session(conn, sid, scope, expected, next.turn, next.cursor, &text, at)?;
         if saved {
             return Ok(out);
         }
     }
-    fail(func, format!("session {sid:?} is busy: concurrent turns kept winning; retry"))
+    Err(Error::Session(format!("session {sid:?} is busy: concurrent turns kept winning; retry")))
 }
 
 #[cfg(test)]

@@ -387,7 +387,7 @@ fn query_memory(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> 
         // A cursor carries its own scope, and cmp_query takes it alone; refuse one issued for another
         // scope here, so a connection never pages beyond its own --scope. A cursor that does not
         // verify is left for cmp_query to reject in its own words.
-        if let Ok((cmp::cursor::MQL_PREFIX, payload)) = cmp::cursor::verify(conn, "cmp_query", c) {
+        if let Ok((cmp::cursor::MQL_PREFIX, payload)) = cmp::cursor::verify(conn, c) {
             if payload["mql"]["scope"].as_str().unwrap_or("default") != ctx.scope {
                 return Err("cmp_query: cursor was issued for another scope".into());
             }

@@ -1,6 +1,6 @@
 //! cmp_init, cmp_version, cmp_debug.
 
-use crate::error::{CmpError, Result};
+use crate::error::Result;
 use crate::store;
 use rusqlite::functions::Context;
 
@@ -11,9 +11,9 @@ pub const GIT_COMMIT: &str = env!("CMP_GIT_COMMIT");
 
 /// `cmp_init()`: creates or upgrades the schema; returns the schema version.
 pub fn init(ctx: &Context<'_>) -> Result<i64> {
-    super::args::arity(ctx, "cmp_init", 0, 0, "no arguments")?;
-    let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql("cmp_init", e))?;
-    store::init(&conn).map_err(|e| CmpError::sql("cmp_init", e))
+    super::args::arity(ctx, 0, 0, "no arguments")?;
+    let conn = unsafe { ctx.get_connection() }?;
+    store::init(&conn)
 }
 
 /// `cmp_version()`.
@@ -23,8 +23,8 @@ pub fn version(_ctx: &Context<'_>) -> Result<String> {
 
 /// `cmp_debug()`: version, commit, the SQLite it runs on, FTS5 presence, schema version.
 pub fn debug(ctx: &Context<'_>) -> Result<String> {
-    let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql("cmp_debug", e))?;
-    let sqlite = store::schema::sqlite_version(&conn).map_err(|e| CmpError::sql("cmp_debug", e))?;
+    let conn = unsafe { ctx.get_connection() }?;
+    let sqlite = store::schema::sqlite_version(&conn)?;
     let schema = store::meta(&conn, "schema_version");
     Ok(format!(
         "cmp {VERSION}\ncommit {GIT_COMMIT}\nsqlite {sqlite}\nfts5 {}\nschema {}",

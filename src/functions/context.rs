@@ -5,7 +5,7 @@ use super::args;
 use super::table::TableFn;
 use crate::context::{self, Gathered, Request};
 use crate::envelope::{self, Legend, Parts};
-use crate::error::{fail, CmpError, Result};
+use crate::error::{Error, Result};
 use crate::options::{self, Format, Send};
 use crate::session::{self, State, Turn};
 use crate::{store, time};
@@ -23,11 +23,13 @@ pub const ITEMS_OPTIONS: &[&str] = &["now", "as_of", "scope", "query_embedding"]
 pub const MAX_SESSION_ID_CHARS: usize = 256;
 
 /// Validates a session id argument.
-pub fn session_id(func: &str, s: Option<String>) -> Result<Option<String>> {
+pub fn session_id(s: Option<String>) -> Result<Option<String>> {
     match s {
-        Some(s) if s.is_empty() => fail(func, "session_id must be a non-empty string (or NULL for no session)"),
+        Some(s) if s.is_empty() => {
+            Err(Error::invalid("session_id", "must be a non-empty string (or NULL for no session)"))
+        }
         Some(s) if s.chars().count() > MAX_SESSION_ID_CHARS => {
-            fail(func, format!("session_id must be at most {MAX_SESSION_ID_CHARS} characters"))
+            Err(Error::invalid("session_id", format!("must be at most {MAX_SESSION_ID_CHARS} characters")))
         }
         other => Ok(other),
     }
@@ -54,7 +56,6 @@ fn fit(
     turn: Option<&Turn>,
     sid: Option<&str>,
 ) -> Result<Fitted> {
-    let f = req.func;
     let o = req.options;
     let worst = turn.map(|t| session::worst_delta(&t.state, &t.status));
     let reserve = context::reserve(conn, req, g, layout, worst.as_ref(), sid)?;
@@ -106,46 +107,39 @@ fn fit(
             return Ok(Fitted { pack, text: r.text, next });
         }
         if pack.items.is_empty() {
-            return fail(
-                f,
-                format!(
-                    "token_budget {} is too small for this output: {} tokens before any memory (legend, framing{}{}); \
+            return Err(Error::Budget(format!(
+                "token_budget {} is too small for this output: {} tokens before any memory (legend, framing{}{}); \
                      raise token_budget{}",
-                    g.budget,
-                    r.used,
-                    if o.audit { ", audit fields" } else { "" },
-                    if sid.is_some() { ", session delta" } else { "" },
-                    if o.full_legend { " or use the compact legend" } else { "" }
-                ),
-            );
+                g.budget,
+                r.used,
+                if o.audit { ", audit fields" } else { "" },
+                if sid.is_some() { ", session delta" } else { "" },
+                if o.full_legend { " or use the compact legend" } else { "" }
+            )));
         }
         // Shrink from what the pack used, not from the room it had: a pack that stopped short of
         // its room would otherwise come back unchanged from a room cut by less than that gap.
         budget = budget.min(pack.used).saturating_sub(r.used - g.budget).min(budget.saturating_sub(1));
     }
-    fail(f, "could not fit the output to token_budget; raise it")
+    Err(Error::Budget("could not fit the output to token_budget; raise it".into()))
 }
 
 /// Fails, naming the fix, when the session state or pin that a call is about to write would not last
 /// on this connection (see [`store::unwritable`]): never answer as if a turn were stored when it is not.
-fn writable(conn: &Connection, f: &str, sid: Option<&str>) -> Result<()> {
+fn writable(conn: &Connection, sid: Option<&str>) -> Result<()> {
     let Some(why) = store::unwritable(conn) else { return Ok(()) };
     let what = sid.map_or("the pin (pin: true)".to_string(), |s| format!("session {s:?}"));
-    fail(
-        f,
-        format!(
-            "{what} cannot be stored here: {why}; run session turns and pins on the primary (a writable \
-             database), or leave session_id and pin out on a replica"
-        ),
-    )
+    Err(Error::Unwritable(format!(
+        "{what} cannot be stored here: {why}; run session turns and pins on the primary (a writable \
+         database), or leave session_id and pin out on a replica"
+    )))
 }
 
 /// Renders a request's pack in the requested format, running the session turn and the pin if asked.
 pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&str>) -> Result<String> {
-    let f = req.func;
     let o = req.options;
     if o.pin || sid.is_some() {
-        writable(conn, f, sid)?;
+        writable(conn, sid)?;
     }
     let kind = if o.full_legend { Legend::Full } else { Legend::Compact };
     let Some(sid) = sid else {
@@ -156,14 +150,14 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
     };
     let legend_id = envelope::legend_id(kind);
     let h = time::julian(o.horizon());
-    session::run_turn(conn, f, sid, &o.scope, h, &time::format(o.now), |turn| {
+    session::run_turn(conn, sid, &o.scope, h, &time::format(o.now), |turn| {
         let legend = if turn.state.legend.as_deref() == Some(legend_id.as_str()) { Legend::Held } else { kind };
         let layout = context::layout(o, g.counter, true, legend);
         let fitted = fit(conn, req, g, &layout, Some(turn), Some(sid))?;
         // The pin first: it is idempotent (the same sha always stores the same bytes), so when the
         // session turn fails after it, nothing observable is half-done; the session turn is the last write.
         pin(conn, req, g, &fitted)?;
-        let Some(mut next) = fitted.next else { return fail(f, "session turn was not computed") };
+        let Some(mut next) = fitted.next else { return Err(Error::Internal("session turn was not computed".into())) };
         if o.format == Format::Smp {
             next.legend = Some(legend_id.clone());
         }
@@ -177,26 +171,25 @@ fn pin(conn: &Connection, req: &Request<'_>, g: &Gathered, fitted: &Fitted) -> R
         return Ok(());
     }
     let (canonical, sha) = envelope::canonical(g.profile.name, &fitted.pack, g.pending);
-    store::put_pin(conn, &sha, &canonical, &time::format(req.options.now)).map_err(|e| CmpError::sql(req.func, e))?;
-    Ok(())
+    store::put_pin(conn, &sha, &canonical, &time::format(req.options.now))
 }
 
 /// `cmp_context(...)`.
 pub fn context(ctx: &Context<'_>) -> Result<String> {
-    let f = "cmp_context";
-    args::arity(ctx, f, 1, 5, "1 to 5 arguments (task [, model [, token_budget [, session_id [, options]]]])")?;
-    let task = args::opt_text(ctx, f, 0, "task")?.unwrap_or_default();
-    let model = args::opt_text(ctx, f, 1, "model")?;
-    let budget = args::opt_int(ctx, f, 2, "token_budget")?;
-    let sid = session_id(f, args::opt_text(ctx, f, 3, "session_id")?)?;
-    let opts = args::opt_text(ctx, f, 4, "options")?;
-    let o = options::parse(f, opts.as_deref(), OPTIONS)?;
+    args::arity(ctx, 1, 5, "1 to 5 arguments (task [, model [, token_budget [, session_id [, options]]]])")?;
+    let task = args::opt_text(ctx, 0, "task")?.unwrap_or_default();
+    let model = args::opt_text(ctx, 1, "model")?;
+    let budget = args::opt_int(ctx, 2, "token_budget")?;
+    let sid = session_id(args::opt_text(ctx, 3, "session_id")?)?;
+    let opts = args::opt_text(ctx, 4, "options")?;
+    let o = options::parse(opts.as_deref(), OPTIONS)?;
     if o.send == Send::Delta && sid.is_none() {
-        return fail(f, "send \"delta\" needs a session_id (the delta is relative to what the session was served)");
+        let msg = "send \"delta\" needs a session_id (the delta is relative to what the session was served)";
+        return Err(Error::usage(msg));
     }
-    let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql(f, e))?;
-    super::require_schema(&conn, f)?;
-    let req = Request { func: f, task: &task, model: model.as_deref(), budget, options: &o };
+    let conn = unsafe { ctx.get_connection() }?;
+    super::require_schema(&conn)?;
+    let req = Request { task: &task, model: model.as_deref(), budget, options: &o };
     let g = context::gather(&conn, &req)?;
     render(&conn, &req, &g, sid.as_deref())
 }
@@ -211,17 +204,16 @@ impl TableFn for Items {
     const ARGS: usize = 4;
 
     fn rows(conn: &Connection, a: &[Option<ValueRef<'_>>]) -> Result<Vec<Vec<SqlValue>>> {
-        let f = Self::NAME;
         let task = match a[0] {
-            Some(v) => args::text_value(f, "task", v)?.unwrap_or_default(),
-            None => return fail(f, "task is required: SELECT * FROM cmp_items('your task')"),
+            Some(v) => args::text_value("task", v)?.unwrap_or_default(),
+            None => return Err(Error::usage("task is required: SELECT * FROM cmp_items('your task')")),
         };
-        let model = a[1].map(|v| args::text_value(f, "model", v)).transpose()?.flatten();
-        let budget = a[2].map(|v| args::int_value(f, "token_budget", v)).transpose()?.flatten();
-        let opts = a[3].map(|v| args::text_value(f, "options", v)).transpose()?.flatten();
-        let o = options::parse(f, opts.as_deref(), ITEMS_OPTIONS)?;
-        super::require_schema(conn, f)?;
-        let req = Request { func: f, task: &task, model: model.as_deref(), budget, options: &o };
+        let model = a[1].map(|v| args::text_value("model", v)).transpose()?.flatten();
+        let budget = a[2].map(|v| args::int_value("token_budget", v)).transpose()?.flatten();
+        let opts = a[3].map(|v| args::text_value("options", v)).transpose()?.flatten();
+        let o = options::parse(opts.as_deref(), ITEMS_OPTIONS)?;
+        super::require_schema(conn)?;
+        let req = Request { task: &task, model: model.as_deref(), budget, options: &o };
         let built = context::build(conn, &req)?;
         Ok(built.pack.items.iter().map(|p| object_row(&envelope::memory_object(p))).collect())
     }

@@ -4,7 +4,7 @@ use super::args;
 use crate::context::{self, Request};
 use crate::cursor;
 use crate::envelope::memory_object;
-use crate::error::{fail, CmpError, Result};
+use crate::error::{Error, Result};
 use crate::options::{self, Options};
 use crate::pack::{Item, Layer};
 use crate::query::{resume, whole};
@@ -26,12 +26,11 @@ fn readable(conn: &Connection, id: &str, o: &Options) -> rusqlite::Result<Option
     }))
 }
 
-fn document(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> {
-    let sql_err = |e| CmpError::sql(f, e);
-    if let Some(m) = readable(conn, r, o).map_err(sql_err)? {
+fn document(conn: &Connection, r: &str, o: &Options) -> Result<Value> {
+    if let Some(m) = readable(conn, r, o)? {
         // Never reveal the id of a replacement the caller could not read.
         let superseded_by = match &m.superseded_by {
-            Some(s) => readable(conn, s, o).map_err(sql_err)?.map(|x| x.id),
+            Some(s) => readable(conn, s, o)?.map(|x| x.id),
             None => None,
         };
         let doc = json!({
@@ -43,7 +42,7 @@ fn document(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> {
         });
         return Ok(json!({"ref": r, "direction": "document", "found": true, "document": doc}));
     }
-    let task = store::tasks::by_id(conn, r, &o.scope).map_err(sql_err)?.map(|t| {
+    let task = store::tasks::by_id(conn, r, &o.scope)?.map(|t| {
         json!({"ref": t.id, "title": t.title, "status": t.status, "due_at": t.due_at,
             "entities": t.entities.as_deref().map(store::parse_entities).unwrap_or_default()})
     });
@@ -51,16 +50,15 @@ fn document(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> {
     Ok(json!({"ref": r, "direction": "document", "found": found, "document": task}))
 }
 
-fn neighbors(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> {
-    let sql_err = |e| CmpError::sql(f, e);
-    let Some(m) = readable(conn, r, o).map_err(sql_err)? else {
+fn neighbors(conn: &Connection, r: &str, o: &Options) -> Result<Value> {
+    let Some(m) = readable(conn, r, o)? else {
         return Ok(json!({"ref": r, "direction": "neighbors", "found": false, "neighbors": []}));
     };
     let q = Query::new("", &o.scope, o.now);
-    let ents = store::entities::of_memory(conn, m.rid).map_err(sql_err)?;
+    let ents = store::entities::of_memory(conn, m.rid)?;
     let mut out = Vec::new();
     for (eid, name) in ents {
-        let rows = store::entities::neighbours(conn, q.reader(), eid, m.rid, PAGE).map_err(sql_err)?;
+        let rows = store::entities::neighbours(conn, q.reader(), eid, m.rid, PAGE)?;
         let mut items = Vec::new();
         for mem in rows {
             let c = crate::retrieve::Candidate {
@@ -81,15 +79,15 @@ fn neighbors(conn: &Connection, f: &str, r: &str, o: &Options) -> Result<Value> 
     Ok(json!({"ref": r, "direction": "neighbors", "found": true, "neighbors": out}))
 }
 
-fn pack_page(conn: &Connection, f: &str, p: &Value, o: &Options) -> Result<Value> {
-    let bad = || CmpError::new(f, "cursor is invalid: it carries no pack parameters");
+fn pack_page(conn: &Connection, p: &Value, o: &Options) -> Result<Value> {
+    let bad = || Error::Cursor("cursor is invalid: it carries no pack parameters".into());
     let task = p["task"].as_str().ok_or_else(bad)?;
     let model = p["model"].as_str();
     let budget = p["budget"].as_i64().ok_or_else(bad)?;
     let offset = p["offset"].as_u64().ok_or_else(bad)? as usize;
     let scope = p["scope"].as_str().ok_or_else(bad)?.to_string();
     if scope != o.scope {
-        return fail(f, "cursor was issued for another scope");
+        return Err(Error::Cursor("cursor was issued for another scope".into()));
     }
     let qe: Option<Vec<f32>> = match &p["query_embedding"] {
         Value::Array(a) => Some(a.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect()),
@@ -103,7 +101,7 @@ fn pack_page(conn: &Connection, f: &str, p: &Value, o: &Options) -> Result<Value
         query_embedding: qe,
         ..Options::default()
     };
-    let req = Request { func: f, task, model, budget: Some(budget), options: &opts };
+    let req = Request { task, model, budget: Some(budget), options: &opts };
     let built = context::build(conn, &req)?;
     let excluded: Vec<Item> = built.pack.excluded;
     let end = (offset + PAGE).min(excluded.len());
@@ -118,7 +116,7 @@ fn pack_page(conn: &Connection, f: &str, p: &Value, o: &Options) -> Result<Value
     let cursor = if has_more {
         let mut next = p.clone();
         next["offset"] = json!(end);
-        Some(cursor::sign(conn, f, cursor::PACK_PREFIX, &next)?)
+        Some(cursor::sign(conn, cursor::PACK_PREFIX, &next)?)
     } else {
         None
     };
@@ -128,39 +126,40 @@ fn pack_page(conn: &Connection, f: &str, p: &Value, o: &Options) -> Result<Value
 
 /// `cmp_expand(ref [, direction [, options]])`.
 pub fn expand(ctx: &rusqlite::functions::Context<'_>) -> Result<String> {
-    let f = "cmp_expand";
-    args::arity(ctx, f, 1, 3, "1 to 3 arguments (ref [, direction [, options]])")?;
-    let Some(r) = args::opt_text(ctx, f, 0, "ref")? else { return fail(f, "ref must not be NULL") };
-    let direction = args::opt_text(ctx, f, 1, "direction")?.unwrap_or_else(|| "document".into());
-    let mut o = options::parse(f, args::opt_text(ctx, f, 2, "options")?.as_deref(), OPTIONS)?;
-    let conn = unsafe { ctx.get_connection() }.map_err(|e| CmpError::sql(f, e))?;
+    args::arity(ctx, 1, 3, "1 to 3 arguments (ref [, direction [, options]])")?;
+    let Some(r) = args::opt_text(ctx, 0, "ref")? else { return Err(Error::invalid("ref", "must not be NULL")) };
+    let direction = args::opt_text(ctx, 1, "direction")?.unwrap_or_else(|| "document".into());
+    let mut o = options::parse(args::opt_text(ctx, 2, "options")?.as_deref(), OPTIONS)?;
+    let conn = unsafe { ctx.get_connection() }?;
     let v = match direction.as_str() {
         "document" => {
-            super::require_schema(&conn, f)?;
-            document(&conn, f, &r, &o)?
+            super::require_schema(&conn)?;
+            document(&conn, &r, &o)?
         }
         "neighbors" => {
-            super::require_schema(&conn, f)?;
-            neighbors(&conn, f, &r, &o)?
+            super::require_schema(&conn)?;
+            neighbors(&conn, &r, &o)?
         }
         "more" => {
-            super::require_schema(&conn, f)?;
+            super::require_schema(&conn)?;
             let explicit_scope = o.scope_given;
-            let (prefix, payload) = cursor::verify(&conn, f, &r)?;
+            let (prefix, payload) = cursor::verify(&conn, &r)?;
             if prefix == cursor::MQL_PREFIX {
                 let cursor_scope = payload["mql"]["scope"].as_str().unwrap_or("default");
                 if explicit_scope && cursor_scope != o.scope {
-                    return fail(f, "cursor was issued for another scope");
+                    return Err(Error::Cursor("cursor was issued for another scope".into()));
                 }
-                resume(&conn, f, &payload)?
+                resume(&conn, &payload)?
             } else {
                 if !explicit_scope {
                     o.scope = payload["scope"].as_str().unwrap_or("default").to_string();
                 }
-                pack_page(&conn, f, &payload, &o)?
+                pack_page(&conn, &payload, &o)?
             }
         }
-        other => return fail(f, format!("direction must be one of document, neighbors, more, got {other:?}")),
+        other => {
+            return Err(Error::invalid("direction", format!("must be one of document, neighbors, more, got {other:?}")))
+        }
     };
     Ok(v.to_string())
 }

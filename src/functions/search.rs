@@ -2,7 +2,7 @@
 
 use super::args;
 use super::table::TableFn;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::options;
 use crate::retrieve::{self, Query};
 use rusqlite::types::{Value, ValueRef};
@@ -23,20 +23,19 @@ impl TableFn for Search {
     const ARGS: usize = 2;
 
     fn rows(conn: &Connection, a: &[Option<ValueRef<'_>>]) -> Result<Vec<Vec<Value>>> {
-        let f = Self::NAME;
         let task = match a[0] {
-            Some(v) => args::text_value(f, "task", v)?.unwrap_or_default(),
-            None => return crate::error::fail(f, "task is required: SELECT * FROM cmp_search('your task')"),
+            Some(v) => args::text_value("task", v)?.unwrap_or_default(),
+            None => return Err(Error::usage("task is required: SELECT * FROM cmp_search('your task')")),
         };
         let opts_text = match a[1] {
-            Some(v) => args::text_value(f, "options", v)?,
+            Some(v) => args::text_value("options", v)?,
             None => None,
         };
-        let o = options::parse(f, opts_text.as_deref(), OPTIONS)?;
-        super::require_schema(conn, f)?;
+        let o = options::parse(opts_text.as_deref(), OPTIONS)?;
+        super::require_schema(conn)?;
         let mut q = Query::new(&task, &o.scope, o.horizon());
         q.query_embedding = o.query_embedding.as_deref();
-        let r = retrieve::retrieve(conn, f, &q)?;
+        let r = retrieve::retrieve(conn, &q)?;
         Ok(r.candidates
             .into_iter()
             .map(|c| {

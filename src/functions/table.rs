@@ -112,7 +112,8 @@ unsafe impl<T: TableFn> VTabCursor for Cursor<'_, T> {
         let computed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // Non-owning: dropping it does not close the caller's connection.
             let conn = unsafe { Connection::from_handle(db) }?;
-            T::rows(&conn, &given).map_err(rusqlite::Error::from)
+            // The SQL boundary: the function's name is added to its errors here, once.
+            T::rows(&conn, &given).map_err(|e| e.in_function(T::NAME).into())
         }));
         self.pos = 0;
         match computed {
@@ -122,7 +123,8 @@ unsafe impl<T: TableFn> VTabCursor for Cursor<'_, T> {
             }
             Ok(Err(e)) => Err(e),
             Err(_) => {
-                Err(crate::error::CmpError::new(T::NAME, "internal error (panic caught); please report it").into())
+                let e = crate::error::Error::Internal("internal error (panic caught); please report it".into());
+                Err(e.in_function(T::NAME).into())
             }
         }
     }

@@ -12,7 +12,7 @@ pub mod pool;
 pub mod recency;
 pub mod vector;
 
-use crate::error::{CmpError, Result};
+use crate::error::Result;
 use crate::store::{Memory, Reader};
 use crate::text;
 use crate::time::{self, Epoch};
@@ -266,20 +266,18 @@ impl Terms {
     }
 }
 
-/// Runs every retriever over one candidate pool and fuses their rankings. `func` names the SQL
-/// function for errors.
-pub fn retrieve(conn: &Connection, func: &str, q: &Query<'_>) -> Result<Retrieval> {
-    let sql_err = |e| CmpError::sql(func, e);
+/// Runs every retriever over one candidate pool and fuses their rankings.
+pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
     let terms = Terms::of(q.task);
     let task_vec = vector::hash_embed(q.task);
     let mut pool = Pool::default();
-    let lexical = fts::rank(conn, q, &terms, &mut pool).map_err(sql_err)?;
-    let context = context::rank(conn, q, &lexical.ranking, &mut pool).map_err(sql_err)?;
-    let entities = entity::rank(conn, q, &lexical.ranking, &task_vec, &mut pool).map_err(sql_err)?;
+    let lexical = fts::rank(conn, q, &terms, &mut pool)?;
+    let context = context::rank(conn, q, &lexical.ranking, &mut pool)?;
+    let entities = entity::rank(conn, q, &lexical.ranking, &task_vec, &mut pool)?;
     // The hashing embedder ranks what the retrievers above found (recency and rules come after it).
-    let vectors = vector::rank(conn, func, q, &task_vec, &mut pool)?;
-    let recency = recency::rank(conn, q, &mut pool).map_err(sql_err)?;
-    let constraints = recency::rules_rank(conn, q, &mut pool).map_err(sql_err)?;
+    let vectors = vector::rank(conn, q, &task_vec, &mut pool)?;
+    let recency = recency::rank(conn, q, &mut pool)?;
+    let constraints = recency::rules_rank(conn, q, &mut pool)?;
     let rankings = Rankings {
         fts: lexical.ranking,
         vector: vectors.ranking,
@@ -362,7 +360,7 @@ mod tests {
         add(&conn, "mem_a", "Atlas ships on Friday", "2026-05-01T10:00:00Z", "semantic", r#"["Atlas"]"#);
         add(&conn, "mem_b", "the team agreed", "2026-05-01T10:10:00Z", "semantic", "[]");
         add(&conn, "mem_r", "never deploy on weekends", "2026-04-01T00:00:00Z", "negative", "[]");
-        let r = retrieve(&conn, "t", &query("when does atlas ship?")).expect("retrieve");
+        let r = retrieve(&conn, &query("when does atlas ship?")).expect("retrieve");
         let ids: Vec<&str> = r.candidates.iter().map(|c| c.mem.id.as_str()).collect();
         assert_eq!(ids, ["mem_a", "mem_b", "mem_r"]);
         let a = &r.candidates[0];

@@ -5,7 +5,7 @@
 
 use super::pool::{Pool, Ranking};
 use super::{Query, VECTOR_LIMIT};
-use crate::error::{fail, CmpError, Result};
+use crate::error::{Error, Result};
 use crate::store::memories::{by_rids, each_embedding};
 use crate::text;
 use rusqlite::Connection;
@@ -24,9 +24,9 @@ pub struct Vectors {
 
 /// The vector ranking: with `query_embedding`, the nearest stored embeddings (pooled); without one,
 /// the pool ranked by the hashing embedder's cosine to `task` (the task's hashing embedding).
-pub fn rank(conn: &Connection, func: &str, q: &Query<'_>, task: &[f32], pool: &mut Pool) -> Result<Vectors> {
+pub fn rank(conn: &Connection, q: &Query<'_>, task: &[f32], pool: &mut Pool) -> Result<Vectors> {
     match q.query_embedding {
-        Some(qe) => user_ranking(conn, func, q, qe, pool),
+        Some(qe) => user_ranking(conn, q, qe, pool),
         None => Ok(Vectors { ranking: hashed_ranking(task, pool), ..Vectors::default() }),
     }
 }
@@ -40,11 +40,11 @@ pub fn hashed_ranking(task: &[f32], pool: &mut Pool) -> Ranking {
 }
 
 /// The [`VECTOR_LIMIT`] memories nearest to the user embedding `qe`, pooled.
-fn user_ranking(conn: &Connection, func: &str, q: &Query<'_>, qe: &[f32], pool: &mut Pool) -> Result<Vectors> {
-    let scan = scan(conn, func, q, qe, VECTOR_LIMIT)?;
+fn user_ranking(conn: &Connection, q: &Query<'_>, qe: &[f32], pool: &mut Pool) -> Result<Vectors> {
+    let scan = scan(conn, q, qe, VECTOR_LIMIT)?;
     let missing: Vec<i64> = scan.hits.iter().map(|h| h.0).filter(|r| pool.index_of(*r).is_none()).collect();
     if !missing.is_empty() {
-        for m in by_rids(conn, &missing).map_err(|e| CmpError::sql(func, e))? {
+        for m in by_rids(conn, &missing)? {
             pool.add(m);
         }
     }
@@ -139,7 +139,7 @@ pub struct Scan {
 
 /// Brute-force cosine over every eligible, visible memory with an embedding. A query whose dimension
 /// matches no stored embedding is an error naming both dimensions.
-pub fn scan(conn: &Connection, func: &str, q: &Query<'_>, query: &[f32], limit: usize) -> Result<Scan> {
+pub fn scan(conn: &Connection, q: &Query<'_>, query: &[f32], limit: usize) -> Result<Scan> {
     let (mut hits, mut skipped, mut other_dim) = (Vec::new(), 0usize, None);
     let qn = query.iter().map(|x| x * x).sum::<f32>().sqrt();
     let each = |rid: i64, blob: Option<&[u8]>| match blob {
@@ -150,13 +150,11 @@ pub fn scan(conn: &Connection, func: &str, q: &Query<'_>, query: &[f32], limit: 
         }
         None => skipped += 1,
     };
-    each_embedding(conn, q.reader(), each).map_err(|e| CmpError::sql(func, e))?;
+    each_embedding(conn, q.reader(), each)?;
     if hits.is_empty() {
         if let Some(d) = other_dim {
-            return fail(
-                func,
-                format!("query_embedding has {} dimensions but stored embeddings have {d}", query.len()),
-            );
+            let msg = format!("has {} dimensions but stored embeddings have {d}", query.len());
+            return Err(Error::invalid("query_embedding", msg));
         }
     }
     hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -200,7 +198,7 @@ mod tests {
         for m in crate::store::memories::newest(&conn, q.reader(), 10, false).expect("rows") {
             pool.add(m);
         }
-        let r = rank(&conn, "t", &q, &hash_embed("the atlas launch"), &mut pool).expect("rank");
+        let r = rank(&conn, &q, &hash_embed("the atlas launch"), &mut pool).expect("rank");
         assert_eq!(ids(&pool, &r.ranking), ["mem_2"], "no shared feature, no rank");
         assert!(r.cosine.is_empty());
     }
@@ -219,14 +217,14 @@ mod tests {
         let mut q = query("");
         q.query_embedding = Some(&qe);
         let mut pool = Pool::default();
-        let r = rank(&conn, "t", &q, &[], &mut pool).expect("rank");
+        let r = rank(&conn, &q, &[], &mut pool).expect("rank");
         assert_eq!(ids(&pool, &r.ranking), ["mem_y", "mem_x"]);
         assert_eq!(r.skipped, 1);
         assert!((r.cosine[&r.ranking[0]] - 0.8).abs() < 1e-6);
         let qe3 = [0.0f32; 5];
         q.query_embedding = Some(&qe3);
-        let e = rank(&conn, "t", &q, &[], &mut Pool::default()).expect_err("no stored embedding has 5 dimensions");
-        assert_eq!(e.to_string(), "t: query_embedding has 5 dimensions but stored embeddings have 2");
+        let e = rank(&conn, &q, &[], &mut Pool::default()).expect_err("no stored embedding has 5 dimensions");
+        assert_eq!(e.to_string(), "query_embedding has 5 dimensions but stored embeddings have 2");
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../sql/schema.sql");
 pub const SCHEMA_VERSION: i64 = 3;
 
 /// Creates or upgrades the schema. Idempotent.
-pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
+pub fn init(conn: &Connection) -> crate::error::Result<i64> {
     let has_meta: bool = conn
         .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'cmp_meta'", [], |r| {
             r.get::<_, i64>(0)
@@ -26,11 +26,9 @@ pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
     };
     if let Some(v) = current {
         if v > SCHEMA_VERSION {
-            return Err(crate::error::CmpError::new(
-                "cmp_init",
-                format!("database schema version {v} is newer than this extension's ({SCHEMA_VERSION}); upgrade cmp"),
-            )
-            .into());
+            return Err(crate::error::Error::Schema(format!(
+                "database schema version {v} is newer than this extension's ({SCHEMA_VERSION}); upgrade cmp"
+            )));
         }
         if v == SCHEMA_VERSION {
             return Ok(v);
@@ -39,7 +37,7 @@ pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
     if let Some(why) = unwritable(conn) {
         let msg =
             format!("the schema needs creating or upgrading, which cannot be done here: {why}; run it on the primary");
-        return Err(crate::error::CmpError::new("cmp_init", msg).into());
+        return Err(crate::error::Error::Unwritable(msg));
     }
     // All-or-nothing: a failure leaves the database as it was.
     conn.execute_batch("SAVEPOINT cmp_init")?;
@@ -61,7 +59,7 @@ pub fn init(conn: &Connection) -> rusqlite::Result<i64> {
         }
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK TO cmp_init; RELEASE cmp_init");
-            Err(e)
+            Err(e.into())
         }
     }
 }

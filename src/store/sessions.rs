@@ -19,17 +19,16 @@ pub enum Status {
 
 /// Stores a pin (sha → canonical bytes). The same sha always denotes the same bytes: a collision
 /// with different bytes is refused.
-pub fn put_pin(conn: &Connection, sha: &str, bytes: &str, at: &str) -> rusqlite::Result<()> {
+pub fn put_pin(conn: &Connection, sha: &str, bytes: &str, at: &str) -> crate::error::Result<()> {
     let existing: Option<String> =
         conn.query_row("SELECT bytes FROM cmp_pins WHERE sha = ?1", [sha], |r| r.get(0)).optional()?;
     match existing {
         Some(b) if b == bytes => Ok(()),
-        Some(_) => {
-            Err(crate::error::CmpError::new("cmp_context", format!("pin {sha} already denotes other bytes")).into())
+        Some(_) => Err(crate::error::Error::Conflict(format!("pin {sha} already denotes other bytes"))),
+        None => {
+            conn.execute("INSERT INTO cmp_pins(sha, bytes, created_at) VALUES (?1, ?2, ?3)", params![sha, bytes, at])?;
+            Ok(())
         }
-        None => conn
-            .execute("INSERT INTO cmp_pins(sha, bytes, created_at) VALUES (?1, ?2, ?3)", params![sha, bytes, at])
-            .map(|_| ()),
     }
 }
 
