@@ -19,11 +19,11 @@ pub const OPTIONS: &[&str] = &["scope", "now"];
 /// Neighbours listed per entity, and items per pack page.
 pub const PAGE: usize = 8;
 
+/// The memory `id` as a document the caller may read: in scope, not redacted, captured by `now`
+/// (superseded or not).
 fn readable(conn: &Connection, id: &str, o: &Options) -> rusqlite::Result<Option<store::Memory>> {
-    Ok(store::memory_by_id(conn, id)?.and_then(|(m, scope, redacted)| {
-        let visible = time::parse(&m.captured_at).is_none_or(|t| t <= o.now);
-        (scope == o.scope && !redacted && visible).then_some(m)
-    }))
+    let reader = store::Reader { scope: &o.scope, h: time::julian(o.now), any_version: true };
+    store::memories::readable(conn, reader, id)
 }
 
 fn document(conn: &Connection, r: &str, o: &Options) -> Result<Value> {

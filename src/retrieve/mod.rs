@@ -1,4 +1,6 @@
-//! Hybrid retrieval: one module per retriever, fused by reciprocal rank fusion (k = 60).
+//! Hybrid retrieval: [`retrieve`] composes one function per retriever (full text, context neighbours,
+//! entity, vector, recency and hard rules), each returning a ranking of one shared candidate pool
+//! ([`pool`]), and fuses them by weighted reciprocal rank fusion (k = 60, [`fuse`]).
 //!
 //! Every retriever reads through the same eligibility rule ([`crate::store::eligibility`]): one
 //! scope, never a redacted row, never a row superseded at the horizon (`as_of`, else `now`). Rows

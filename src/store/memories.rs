@@ -3,6 +3,7 @@
 //! id), supersession chains, and the one write path for a new memory ([`remember`]).
 
 use super::eligibility::{Reader, NOT_REDACTED, REDACTED, SUPERSEDED, VISIBLE};
+
 use rusqlite::{named_params, params, Connection, OptionalExtension, Row};
 
 /// One memory row, as retrieval and packing see it.
@@ -120,6 +121,15 @@ pub fn memory_by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<(Mem
         |r| Ok((memory_from_row(r)?, text_or_empty(r, 14), r.get::<_, i64>(15)? != 0)),
     )
     .optional()
+}
+
+/// The memory `id` if the reader may read it as a document: eligible (superseded or not, as the
+/// reader says) and visible.
+pub fn readable(conn: &Connection, r: Reader<'_>, id: &str) -> rusqlite::Result<Option<Memory>> {
+    let sql =
+        format!("SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.id = :id AND {} AND {VISIBLE}", r.eligible());
+    let mut st = conn.prepare_cached(&sql)?;
+    st.query_row(named_params! {":id": id, ":scope": r.scope, ":h": r.h}, memory_from_row).optional()
 }
 
 /// True when a row with this id exists (any scope, any state).

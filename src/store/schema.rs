@@ -1,6 +1,7 @@
 //! The `cmp_meta` table and the schema: creating and upgrading it, its version, and whether this
 //! connection can write at all.
 
+use crate::error::{Error, Result};
 use rusqlite::{Connection, OptionalExtension};
 
 /// The schema, applied by `cmp_init()`.
@@ -12,7 +13,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../sql/schema.sql");
 pub const SCHEMA_VERSION: i64 = 3;
 
 /// Creates or upgrades the schema. Idempotent.
-pub fn init(conn: &Connection) -> crate::error::Result<i64> {
+pub fn init(conn: &Connection) -> Result<i64> {
     let has_meta: bool = conn
         .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'cmp_meta'", [], |r| {
             r.get::<_, i64>(0)
@@ -26,7 +27,7 @@ pub fn init(conn: &Connection) -> crate::error::Result<i64> {
     };
     if let Some(v) = current {
         if v > SCHEMA_VERSION {
-            return Err(crate::error::Error::Schema(format!(
+            return Err(Error::Schema(format!(
                 "database schema version {v} is newer than this extension's ({SCHEMA_VERSION}); upgrade cmp"
             )));
         }
@@ -37,7 +38,7 @@ pub fn init(conn: &Connection) -> crate::error::Result<i64> {
     if let Some(why) = unwritable(conn) {
         let msg =
             format!("the schema needs creating or upgrading, which cannot be done here: {why}; run it on the primary");
-        return Err(crate::error::Error::Unwritable(msg));
+        return Err(Error::Unwritable(msg));
     }
     // All-or-nothing: a failure leaves the database as it was.
     conn.execute_batch("SAVEPOINT cmp_init")?;
@@ -124,4 +125,17 @@ pub fn entity_generation(conn: &Connection) -> rusqlite::Result<(String, i64)> {
         [],
         |r| Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
     )
+}
+
+/// Errors clearly when `cmp_init()` has not run on this database, or ran with an older version.
+pub fn require(conn: &Connection) -> Result<()> {
+    let msg = match meta(conn, "schema_version").and_then(|v| v.parse::<i64>().ok()) {
+        Some(v) if v == SCHEMA_VERSION => return Ok(()),
+        Some(v) if v < SCHEMA_VERSION => {
+            format!("the cmp schema is version {v}; run SELECT cmp_init() to upgrade it to {SCHEMA_VERSION}")
+        }
+        Some(v) => format!("the cmp schema is version {v}, newer than this extension's; upgrade cmp"),
+        None => "the cmp schema is missing; run SELECT cmp_init() first".into(),
+    };
+    Err(Error::Schema(msg))
 }
