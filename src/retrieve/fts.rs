@@ -10,7 +10,7 @@ use super::pool::{Pool, Ranking};
 use super::{Query, Terms, FTS_LIMIT};
 use crate::store::memories::{fts_top, ngram_top};
 use crate::store::Memory;
-use crate::{text, time};
+use crate::text;
 use rusqlite::Connection;
 
 /// What the full-text retriever found.
@@ -27,21 +27,21 @@ pub struct Lexical {
 pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) -> rusqlite::Result<Lexical> {
     let mut pending = 0;
     let word = match match_expr(&terms.words) {
-        Some(expr) => split_visible(fts_top(conn, q.reader(), &expr, FTS_LIMIT)?, q, pool, &mut pending),
+        Some(expr) => split_visible(fts_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
         None => Vec::new(),
     };
     let gram = match match_expr(&terms.grams) {
-        Some(expr) => split_visible(ngram_top(conn, q.reader(), &expr, FTS_LIMIT)?, q, pool, &mut pending),
+        Some(expr) => split_visible(ngram_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
         None => Vec::new(),
     };
     Ok(Lexical { ranking: merge(word, gram, q.task, pool), pending })
 }
 
 /// Pools the visible matches (in their order) and counts the others as pending.
-fn split_visible(found: Vec<Memory>, q: &Query<'_>, pool: &mut Pool, pending: &mut usize) -> Ranking {
+fn split_visible(found: Vec<(Memory, bool)>, pool: &mut Pool, pending: &mut usize) -> Ranking {
     let mut rank = Vec::new();
-    for m in found {
-        if time::parse(&m.captured_at).is_none_or(|t| t <= q.horizon) {
+    for (m, visible) in found {
+        if visible {
             rank.push(pool.add(m));
         } else if pool.index_of(m.rid).is_none() {
             *pending += 1;

@@ -178,18 +178,24 @@ pub fn live_head(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<O
 
 /// The SQL of the BM25 top-k query over rows meeting `eligible` (also the benchmark floor).
 pub fn fts_sql(eligible: &str) -> String {
+    fts_sql_with(eligible, "")
+}
+
+/// [`fts_sql`] with `more` (`, expr…`) selected after the score.
+fn fts_sql_with(eligible: &str, more: &str) -> String {
     format!(
-        "SELECT {MEMORY_COLS}, bm25(cmp_memories_fts) AS score
+        "SELECT {MEMORY_COLS}, bm25(cmp_memories_fts) AS score{more}
          FROM cmp_memories_fts JOIN cmp_memories AS m ON m.rid = cmp_memories_fts.rowid
          WHERE cmp_memories_fts MATCH :q AND {eligible}
          ORDER BY score, m.rid LIMIT :n"
     )
 }
 
-/// The SQL of the BM25 top-k query over the character-pair index.
+/// The SQL of the BM25 top-k query over the character-pair index, with each row's visibility at
+/// the horizon after the score.
 pub fn ngram_sql(eligible: &str) -> String {
     format!(
-        "SELECT {MEMORY_COLS}, bm25(cmp_memories_ngram) AS score
+        "SELECT {MEMORY_COLS}, bm25(cmp_memories_ngram) AS score, {VISIBLE}
          FROM cmp_memories_ngram JOIN cmp_memories AS m ON m.rid = cmp_memories_ngram.rowid
          WHERE cmp_memories_ngram MATCH :q AND {eligible}
          ORDER BY score, m.rid LIMIT :n"
@@ -197,11 +203,12 @@ pub fn ngram_sql(eligible: &str) -> String {
 }
 
 /// Top `limit` eligible memories by BM25 over the character-pair index for the FTS5 query `expr`
-/// (best first), visible or not yet visible.
-pub fn ngram_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Memory>> {
+/// (best first), each with whether it is visible at the horizon ([`VISIBLE`]).
+pub fn ngram_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<(Memory, bool)>> {
     let mut st = conn.prepare_cached(&ngram_sql(r.eligible()))?;
-    let rows =
-        st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, memory_from_row)?;
+    let rows = st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, |x| {
+        Ok((memory_from_row(x)?, x.get::<_, bool>(15)?))
+    })?;
     rows.collect()
 }
 
@@ -210,21 +217,21 @@ const OVERFETCH: usize = 56;
 /// Past this many ranked rows the fast path gives up and runs [`fts_sql`] (one join over every match).
 const FAST_PATH_MAX: usize = 8192;
 
-/// Top `limit` eligible memories by BM25 for the FTS5 query `expr` (best first, ties by rid),
-/// visible or not yet visible (the caller splits them): exactly the rows of [`fts_sql`], found
-/// without joining every match.
+/// Top `limit` eligible memories by BM25 for the FTS5 query `expr` (best first, ties by rid), each
+/// with whether it is visible at the horizon ([`VISIBLE`]; the caller splits them): exactly the rows
+/// of [`fts_sql`], found without joining every match.
 ///
 /// The matches are ranked on the index alone (`ORDER BY rank, rowid LIMIT m`: BM25, then rowid, the
 /// same total order as [`fts_sql`]); only those `m` rows are read from `cmp_memories` and filtered by
 /// eligibility, in the same statement. The first `limit` eligible rows of that prefix are the answer
 /// when there are `limit` of them, or when the prefix holds every match. Otherwise `m` grows, and
 /// past [`FAST_PATH_MAX`] the join query answers.
-pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Memory>> {
+pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<(Memory, bool)>> {
     let mut m = limit + OVERFETCH;
     while m <= FAST_PATH_MAX {
         let _t = crate::timing::phase("fts: ranked rows, eligibility");
         let mut st = conn.prepare_cached(&format!(
-            "SELECT f.rowid, m.rid IS NOT NULL, {MEMORY_COLS}
+            "SELECT f.rowid, m.rid IS NOT NULL, {VISIBLE}, {MEMORY_COLS}
              FROM (SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH :q
                    ORDER BY rank, rowid LIMIT :m) AS f
              LEFT JOIN cmp_memories AS m ON m.rid = f.rowid AND {}
@@ -233,11 +240,11 @@ pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> ru
         ))?;
         let mut rows = st.query(named_params! {":q": expr, ":m": m as i64, ":scope": r.scope, ":h": r.h})?;
         let mut n = 0usize;
-        let mut found: Vec<Memory> = Vec::new();
+        let mut found: Vec<(Memory, bool)> = Vec::new();
         while let Some(row) = rows.next()? {
             n += 1;
             if row.get::<_, bool>(1)? && found.len() < limit {
-                found.push(memory_from_row_at(row, 2)?);
+                found.push((memory_from_row_at(row, 3)?, row.get(2)?));
             }
         }
         if n < m || found.len() >= limit {
@@ -246,9 +253,10 @@ pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> ru
         m *= 4;
     }
     let _t = crate::timing::phase("fts: join query (fallback)");
-    let mut st = conn.prepare_cached(&fts_sql(r.eligible()))?;
-    let rows =
-        st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, memory_from_row)?;
+    let mut st = conn.prepare_cached(&fts_sql_with(r.eligible(), &format!(", {VISIBLE}")))?;
+    let rows = st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, |x| {
+        Ok((memory_from_row(x)?, x.get::<_, bool>(15)?))
+    })?;
     rows.collect()
 }
 
