@@ -19,6 +19,7 @@ pub mod context;
 pub mod cursor;
 pub mod envelope;
 pub mod error;
+pub mod expand;
 pub mod functions;
 pub mod mql;
 pub mod options;
