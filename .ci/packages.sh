@@ -3,12 +3,12 @@
 # repository:
 #   python  the wheel from python/build.sh, `pip install --no-index` into a new virtual environment of
 #           /usr/bin/python3, then python/test_package.py (load, cmp_init, insert, cmp_context, and
-#           the Python examples of python/README.md and README.md); and,
+#           the Python examples of python/README.md, README.md and docs/install.md); and,
 #           when `python3` on PATH is an interpreter whose sqlite3 cannot load extensions (pyenv),
 #           the same wheel there must fail with the error that names the fix;
 #   node    the tarball from npm/build.sh (`npm pack`), `npm install`ed into a new temporary project,
-#           then npm/test_package.js (the same checks, and the js examples of npm/README.md and
-#           README.md) with better-sqlite3@12 from tests/hosts/node-setup.sh's cache;
+#           then npm/test_package.js (the same checks, and the js examples of npm/README.md,
+#           README.md and docs/install.md) with better-sqlite3@12 from tests/hosts/node-setup.sh's cache;
 #   crate   `cargo package -p cmp` (packs the crate and builds it from the packed files alone).
 # The build scripts run `cargo build --release --features loadable_extension` first (a no-op when
 # .ci/run has just built it) and refuse a library without the entry point. Prints `N passed, M failed` over the
@@ -42,7 +42,7 @@ python_wheel() {
     /usr/bin/python3 -m venv "$tmp/venv" || return 1
     "$tmp/venv/bin/pip" install --quiet --no-index --disable-pip-version-check "$wheel" || return 1
     mkdir -p "$tmp/py" && cp python/test_package.py "$tmp/py/"
-    (cd "$tmp/py" && "$tmp/venv/bin/python" test_package.py "$root/python/README.md" "$root/README.md") || return 1
+    (cd "$tmp/py" && "$tmp/venv/bin/python" test_package.py "$root/python/README.md" "$root/README.md" "$root/docs/install.md") || return 1
     # An interpreter that cannot load extensions (pyenv's, when it is on PATH) gets the clear error.
     local other
     other=$(command -v python3)
@@ -64,7 +64,7 @@ node_tarball() {
     (cd "$tmp/app" && npm init -y > /dev/null && \
         npm install --no-audit --no-fund --loglevel=error "$tarball") || return 1
     cp npm/test_package.js "$tmp/app/"
-    (cd "$tmp/app" && NODE_PATH=$modules node test_package.js "$root/npm/README.md" "$root/README.md")
+    (cd "$tmp/app" && NODE_PATH=$modules node test_package.js "$root/npm/README.md" "$root/README.md" "$root/docs/install.md")
 }
 
 crate_package() {

@@ -161,7 +161,7 @@ fn packs(conn: &Connection) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// Reference §8.4: a tight turn, a roomy turn, a repeat. With `send: delta`, items carry only what
+/// A session (docs/protocol.md, "Sessions"): a tight turn, a roomy turn, a repeat. With `send: delta`, items carry only what
 /// the session has not been given.
 fn session(conn: &Connection) -> Result<(), Box<dyn Error>> {
     println!("\nSession chat-42 (claude, send: delta):");

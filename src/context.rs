@@ -187,7 +187,8 @@ const CURSOR_SHARE: usize = 4;
 pub fn fitting_cursor(conn: &Connection, req: &Request<'_>, g: &Gathered) -> Result<Option<String>> {
     let c = pack_cursor(conn, req, g.budget, 0)?;
     let cap = g.budget / CURSOR_SHARE;
-    Ok((g.counter.count_capped(&c, cap) <= cap).then_some(c))
+    let bound = g.counter.count_capped(cursor::untagged(&c), cap).saturating_add(cursor::PACK_TAG_TOKENS);
+    Ok((bound <= cap).then_some(c))
 }
 
 /// Suggested next calls for a pack, with `audit`: the full text of a compressed item, the neighbours
@@ -211,19 +212,25 @@ fn follow_up(r: &str, direction: &str) -> Value {
     json!({"call": "cmp_expand", "args": [r, direction], "why": why})
 }
 
-/// What the output needs besides the items, at its largest: the legend and framing, the cursor, the
-/// follow-ups for the candidate whose ref costs most, the receipt, the given session delta.
+/// What the output needs besides the items, at its largest: the legend and framing, the cursor (its
+/// tag at its bound), the follow-ups for the candidate whose ref costs most, the receipt, the given
+/// session delta.
 pub fn reserve(
-    conn: &Connection,
     req: &Request<'_>,
     g: &Gathered,
     layout: &Layout,
+    cursor: Option<String>,
     delta: Option<&crate::session::Delta>,
     session_id: Option<&str>,
-) -> Result<usize> {
+) -> usize {
     let o = req.options;
-    let costly_ref =
-        g.items.iter().map(|it| it.r#ref.as_str()).max_by_key(|r| (layout.counter.count(r), *r)).unwrap_or("");
+    // Only audited packs name a ref in their follow-ups: count the candidates' refs only then.
+    let costly_ref = if o.audit {
+        g.items.iter().map(|it| it.r#ref.as_str()).max_by_key(|r| (layout.counter.count(r), *r)).unwrap_or("")
+    } else {
+        ""
+    };
+    let digest = |b: &[u8]| crate::envelope::hex(&<sha2::Sha256 as sha2::Digest>::digest(b));
     let dummy = Pack {
         items: Vec::new(),
         budget: 99_999,
@@ -238,7 +245,7 @@ pub fn reserve(
         pack: &dummy,
         shown: Vec::new(),
         pending: 99_999,
-        cursor: fitting_cursor(conn, req, g)?,
+        cursor: cursor.as_deref().map(|c| cursor::untagged(c).to_string()),
         follow_ups: if o.audit {
             vec![follow_up(costly_ref, "document"), follow_up(costly_ref, "neighbors")]
         } else {
@@ -248,10 +255,12 @@ pub fn reserve(
         session_id,
         at: time::format(o.now),
         // A real digest's hex, so the reserve counts what a sha costs.
-        pin: o.pin.then(|| json!({"sha": crate::envelope::hex(&<sha2::Sha256 as sha2::Digest>::digest(b"pin")), "bytes": 99_999_999})),
+        sha: crate::envelope::canonical(g.profile.name, &dummy, 99_999).1,
+        pin: o.pin.then(|| json!({"sha": digest(b"pin"), "bytes": 99_999_999})),
         warnings: warnings(g),
     };
-    Ok(layout.reserve(&parts))
+    // The tag is counted at its bound (see [`cursor::PACK_TAG_TOKENS`]), not as this database keys it.
+    layout.reserve(&parts) + if cursor.is_some() { cursor::PACK_TAG_TOKENS } else { 0 }
 }
 
 /// Warnings a json envelope carries.
@@ -277,7 +286,7 @@ pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
     let g = gather(conn, req)?;
     let legend = if req.options.full_legend { Legend::Full } else { Legend::Compact };
     let layout = layout(req.options, g.counter, false, legend);
-    let reserve = reserve(conn, req, &g, &layout, None, None)?;
+    let reserve = reserve(req, &g, &layout, fitting_cursor(conn, req, &g)?, None, None);
     let pack = pack_at(&g, g.budget, &layout, reserve);
     Ok(Built { gathered: g, pack })
 }

@@ -32,6 +32,17 @@ const PACK_FIELDS: [&str; 8] = ["now", "as_of", "budget", "offset", "scope", "mo
 /// Bytes of a pack cursor's tag: 96 bits of HMAC-SHA256 (forging one takes 2^96 tries).
 const PACK_TAG_BYTES: usize = 12;
 
+/// Most tokens a pack cursor's tag adds to an output, by any counter: its 16 base64 characters, at
+/// most one token each (the estimate: 1.12 a piece), and the boundary with what follows. The tag is
+/// keyed per database, so budgeting counts this bound instead of the tag itself: the same store
+/// packs the same items in every database.
+pub const PACK_TAG_TOKENS: usize = 20;
+
+/// A pack cursor without its tag (up to and including the `.` before it).
+pub fn untagged(cursor: &str) -> &str {
+    cursor.rfind('.').map_or(cursor, |i| &cursor[..=i])
+}
+
 /// `~` and `|` escaped so fields can be joined by `|`.
 fn escape(s: &str) -> String {
     s.replace('~', "~~").replace('|', "~p")
@@ -173,5 +184,114 @@ pub fn verify(conn: &Connection, cursor: &str) -> Result<(&'static str, Value)> 
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(v @ Value::Object(_)) => Ok((prefix, v)),
         _ => bad(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use serde_json::json;
+
+    /// A database with only what cursors need: the per-database secret.
+    fn db(secret: &str) -> Result<Connection> {
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch("CREATE TABLE cmp_meta(key TEXT PRIMARY KEY, value TEXT)")?;
+        conn.execute("INSERT INTO cmp_meta VALUES ('secret', ?1)", [secret])?;
+        Ok(conn)
+    }
+
+    fn pack_payload() -> Value {
+        json!({"now": 1780272000.5, "as_of": null, "budget": 1200, "offset": 8, "scope": "team|a~b",
+            "model": "claude", "query_embedding": [0.5, -1.0], "task": "when | does ~atlas ship?"})
+    }
+
+    fn is_invalid(r: Result<(&'static str, Value)>) -> bool {
+        matches!(r, Err(Error::Cursor(m)) if m == "cursor is invalid: it was altered, truncated, or issued by another database")
+    }
+
+    #[test]
+    fn cursors_round_trip() -> Result<()> {
+        let conn = db("s1")?;
+        let mql = json!({"mql": {"find": "atlas", "offset": 8}});
+        let c = sign(&conn, MQL_PREFIX, &mql)?;
+        assert!(c.starts_with(MQL_PREFIX));
+        assert_eq!(verify(&conn, &c)?, (MQL_PREFIX, mql));
+        let p = pack_payload();
+        let c = sign(&conn, PACK_PREFIX, &p)?;
+        assert!(c.starts_with("cmpc:1780272000.5||1200|8|team~pa~~b|claude|"), "{c}");
+        assert_eq!(verify(&conn, &c)?, (PACK_PREFIX, p));
+        Ok(())
+    }
+
+    #[test]
+    fn altered_truncated_and_foreign_cursors_are_refused() -> Result<()> {
+        let conn = db("s1")?;
+        for prefix in [MQL_PREFIX, PACK_PREFIX] {
+            let payload = if prefix == PACK_PREFIX { pack_payload() } else { json!({"mql": {"find": "x"}}) };
+            let c = sign(&conn, prefix, &payload)?;
+            let (body, tag) = c.rsplit_once('.').expect("a signed cursor has a tag");
+            let flipped = format!("{}{}", &body[..body.len() - 1], if body.ends_with('A') { 'B' } else { 'A' });
+            for bad in [
+                format!("{flipped}.{tag}"),
+                c[..c.len() - 2].to_string(),
+                body.to_string(),
+                format!("{body}.{tag}="),
+                c.replacen(prefix, if prefix == MQL_PREFIX { PACK_PREFIX } else { MQL_PREFIX }, 1),
+                format!("xyz:{}", &c[prefix.len()..]),
+                String::new(),
+            ] {
+                assert!(is_invalid(verify(&conn, &bad)), "{bad}");
+            }
+            assert!(is_invalid(verify(&db("s2")?, &c)), "another database's secret");
+        }
+        assert!(is_invalid(verify(&conn, &format!("{MQL_PREFIX}{}", "a".repeat(MAX_CURSOR_BYTES)))));
+        Ok(())
+    }
+
+    #[test]
+    fn a_database_without_the_schema_has_no_cursors() -> Result<()> {
+        let conn = Connection::open_in_memory()?;
+        assert!(matches!(sign(&conn, MQL_PREFIX, &json!({})), Err(Error::Schema(_))));
+        assert!(matches!(verify(&conn, "mqlc:e30.AAAA"), Err(Error::Schema(_))));
+        Ok(())
+    }
+
+    #[test]
+    fn pack_fields_escape_their_separator() {
+        for s in ["", "a|b", "a~b", "~p", "||~~", "ünïcode|~"] {
+            assert_eq!(unescape(&escape(s)).as_deref(), Some(s));
+            assert!(!escape(s).contains('|'));
+        }
+        assert_eq!(unescape("~x"), None);
+        assert_eq!(unescape("dangling~"), None);
+    }
+
+    use crate::tokens::Counter;
+
+    /// Whatever the database's key, a tag adds at most [`PACK_TAG_TOKENS`] to an output.
+    #[test]
+    fn a_tag_costs_at_most_its_bound() {
+        let bodies = ["cmpc:2025-01-01T00:00:00Z||1000|0||gpt||when did Melanie paint a sunrise?", "cmpc:|||0|||x"];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..2000 {
+            let mut tag = [0u8; PACK_TAG_BYTES];
+            for b in &mut tag {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                *b = seed as u8;
+            }
+            let tag = B64.encode(tag);
+            for body in bodies {
+                let with = format!("\"cursor\":\"{body}.{tag}\",\n");
+                let without = format!("\"cursor\":\"{body}.\",\n");
+                for c in [Counter::O200k, Counter::Cl100k, Counter::Estimate] {
+                    let (a, b) = (c.count(&with), c.count(&without));
+                    assert!(a <= b + PACK_TAG_TOKENS, "{c:?}: {tag} adds {} tokens", a - b);
+                }
+                assert_eq!(untagged(&format!("{body}.{tag}")), format!("{body}."));
+            }
+        }
     }
 }

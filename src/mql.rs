@@ -1,4 +1,4 @@
-//! The Memory Query Language (reference §6, FACTS.md "MQL"): strict parsing (every field checked,
+//! The Memory Query Language (docs/reference.md, `cmp_query`): strict parsing (every field checked,
 //! nothing clamped silently) and narrowing, which only ever removes items, in the documented order:
 //! superseded (when valid_only) → unlisted kinds → entity misses → relevance < min_relevance →
 //! confidence-else-trust < min_trust.
@@ -132,126 +132,142 @@ pub fn parse(text: &str) -> Result<Mql> {
     from_map(&map)
 }
 
-/// Validates an MQL object.
+/// Validates an MQL object. Fields are checked in the object's order: the first bad one is the error.
 pub fn from_map(map: &Map<String, Value>) -> Result<Mql> {
     for k in map.keys() {
         if !FIELDS.contains(&k.as_str()) {
             return Err(Error::usage(format!("unknown field {k:?} (accepted: {})", FIELDS.join(", "))));
         }
     }
-    let (mode, raw) = match (map.get("ask"), map.get("find")) {
+    let (mode, text) = mode_and_text(map)?;
+    let mut m = Mql::new(mode, text);
+    for (k, v) in map {
+        m.set(k, v)?;
+    }
+    Ok(m)
+}
+
+/// The mode (exactly one of `ask` and `find`) and its text.
+fn mode_and_text(map: &Map<String, Value>) -> Result<(Mode, String)> {
+    let (mode, field, v) = match (map.get("ask"), map.get("find")) {
         (Some(_), Some(_)) => return Err(Error::usage("give exactly one of ask or find, got both")),
         (None, None) => return Err(Error::usage("give exactly one of ask or find, got neither")),
-        (Some(a), None) => (Mode::Ask, ("ask", a)),
-        (None, Some(f)) => (Mode::Find, ("find", f)),
+        (Some(a), None) => (Mode::Ask, "ask", a),
+        (None, Some(f)) => (Mode::Find, "find", f),
     };
-    let text = match raw.1 {
-        Value::String(s) if s.trim().is_empty() => return Err(Error::invalid(raw.0, "must be a non-blank string")),
+    let text = match v {
+        Value::String(s) if s.trim().is_empty() => return Err(Error::invalid(field, "must be a non-blank string")),
         Value::String(s) if s.chars().count() > MAX_QUERY_CHARS => {
             return Err(Error::invalid(
-                raw.0,
+                field,
                 format!("must be at most {MAX_QUERY_CHARS} characters, got {}", s.chars().count()),
             ))
         }
         Value::String(s) => s.clone(),
-        other => return Err(Error::invalid(raw.0, format!("must be a string, got {}", short(other)))),
+        other => return Err(Error::invalid(field, format!("must be a string, got {}", short(other)))),
     };
-    let mut m = Mql {
-        mode,
-        text,
-        layers: None,
-        entities: None,
-        as_of: None,
-        valid_only: true,
-        scope: "default".into(),
-        now: time::now(),
-        min_relevance: None,
-        min_trust: None,
-        budget_tokens: None,
-        model: None,
-        expand: None,
-        k: K_DEFAULT as usize,
-        offset: 0,
-    };
-    for (k, v) in map {
-        match k.as_str() {
-            "layers" => {
-                let l = strings("layers", v)?;
-                if l.is_empty() {
-                    return Err(Error::invalid("layers", "must list at least one kind"));
-                }
-                for x in &l {
-                    if !KINDS.contains(&x.as_str()) {
-                        return Err(Error::invalid(
-                            "layers",
-                            format!(": unknown kind {x:?} (kinds: {})", KINDS.join(", ")),
-                        ));
-                    }
-                }
-                m.layers = Some(l);
-            }
-            "entities" => {
-                let e = strings("entities", v)?;
-                if e.len() > MAX_ENTITIES {
-                    return Err(Error::invalid(
-                        "entities",
-                        format!("must list at most {MAX_ENTITIES} names, got {}", e.len()),
-                    ));
-                }
-                for x in &e {
-                    if x.trim().is_empty() || x.chars().count() > MAX_ENTITY_CHARS {
-                        return Err(Error::invalid(
-                            "entities",
-                            format!(": each name must be 1..{MAX_ENTITY_CHARS} characters, got {}", short(&json!(x))),
-                        ));
-                    }
-                }
-                m.entities = Some(e);
-            }
-            "as_of" => m.as_of = Some(parse_time("as_of", v)?),
-            "now" => m.now = parse_time("now", v)?,
-            "scope" => m.scope = parse_scope(v)?,
-            "valid_only" => match v {
-                Value::Bool(b) => m.valid_only = *b,
-                other => return Err(Error::invalid("valid_only", format!("must be a boolean, got {}", short(other)))),
-            },
-            "min_relevance" => m.min_relevance = Some(unit("min_relevance", v)?),
-            "min_trust" => m.min_trust = Some(unit("min_trust", v)?),
-            "budget_tokens" => {
-                if mode == Mode::Find {
-                    return Err(Error::invalid("budget_tokens", "applies to ask, not find"));
-                }
-                m.budget_tokens = Some(int_in("budget_tokens", v, BUDGET_MIN, BUDGET_MAX)?);
-            }
-            "model" => {
-                if mode == Mode::Find {
-                    return Err(Error::invalid("model", "applies to ask, not find"));
-                }
-                match v {
-                    Value::String(s) if s.chars().count() <= MAX_MODEL_CHARS => m.model = Some(s.clone()),
-                    other => {
-                        return Err(Error::invalid(
-                            "model",
-                            format!("must be a string of at most {MAX_MODEL_CHARS} characters, got {}", short(other)),
-                        ))
-                    }
-                }
-            }
-            "expand" => match v.as_str() {
-                Some(d @ ("document" | "neighbors" | "more")) => m.expand = Some(d.to_string()),
-                _ => {
-                    return Err(Error::invalid(
-                        "expand",
-                        format!("must be one of document, neighbors, more, got {}", short(v)),
-                    ))
-                }
-            },
-            "k" => m.k = int_in("k", v, K_MIN, K_MAX)? as usize,
-            "offset" => m.offset = int_in("offset", v, 0, 1_000_000)? as usize,
-            _ => {}
+    Ok((mode, text))
+}
+
+impl Mql {
+    /// A query with every optional field at its default.
+    fn new(mode: Mode, text: String) -> Mql {
+        Mql {
+            mode,
+            text,
+            layers: None,
+            entities: None,
+            as_of: None,
+            valid_only: true,
+            scope: "default".into(),
+            now: time::now(),
+            min_relevance: None,
+            min_trust: None,
+            budget_tokens: None,
+            model: None,
+            expand: None,
+            k: K_DEFAULT as usize,
+            offset: 0,
         }
     }
-    Ok(m)
+
+    /// Validates and sets one optional field (`ask` and `find` are read by [`mode_and_text`]).
+    fn set(&mut self, k: &str, v: &Value) -> Result<()> {
+        match k {
+            "layers" => self.layers = Some(layers(v)?),
+            "entities" => self.entities = Some(entities(v)?),
+            "as_of" => self.as_of = Some(parse_time("as_of", v)?),
+            "now" => self.now = parse_time("now", v)?,
+            "scope" => self.scope = parse_scope(v)?,
+            "valid_only" => match v {
+                Value::Bool(b) => self.valid_only = *b,
+                other => return Err(Error::invalid("valid_only", format!("must be a boolean, got {}", short(other)))),
+            },
+            "min_relevance" => self.min_relevance = Some(unit("min_relevance", v)?),
+            "min_trust" => self.min_trust = Some(unit("min_trust", v)?),
+            "budget_tokens" => {
+                if self.mode == Mode::Find {
+                    return Err(Error::invalid("budget_tokens", "applies to ask, not find"));
+                }
+                self.budget_tokens = Some(int_in("budget_tokens", v, BUDGET_MIN, BUDGET_MAX)?);
+            }
+            "model" => self.model = Some(model(self.mode, v)?),
+            "expand" => self.expand = Some(expand(v)?),
+            "k" => self.k = int_in("k", v, K_MIN, K_MAX)? as usize,
+            "offset" => self.offset = int_in("offset", v, 0, 1_000_000)? as usize,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// `layers`: a non-empty list of known kinds.
+fn layers(v: &Value) -> Result<Vec<String>> {
+    let l = strings("layers", v)?;
+    if l.is_empty() {
+        return Err(Error::invalid("layers", "must list at least one kind"));
+    }
+    if let Some(x) = l.iter().find(|x| !KINDS.contains(&x.as_str())) {
+        return Err(Error::invalid("layers", format!(": unknown kind {x:?} (kinds: {})", KINDS.join(", "))));
+    }
+    Ok(l)
+}
+
+/// `entities`: at most [`MAX_ENTITIES`] names of 1..[`MAX_ENTITY_CHARS`] characters.
+fn entities(v: &Value) -> Result<Vec<String>> {
+    let e = strings("entities", v)?;
+    if e.len() > MAX_ENTITIES {
+        return Err(Error::invalid("entities", format!("must list at most {MAX_ENTITIES} names, got {}", e.len())));
+    }
+    if let Some(x) = e.iter().find(|x| x.trim().is_empty() || x.chars().count() > MAX_ENTITY_CHARS) {
+        return Err(Error::invalid(
+            "entities",
+            format!(": each name must be 1..{MAX_ENTITY_CHARS} characters, got {}", short(&json!(x))),
+        ));
+    }
+    Ok(e)
+}
+
+/// `model` (ask only): a string of at most [`MAX_MODEL_CHARS`] characters.
+fn model(mode: Mode, v: &Value) -> Result<String> {
+    if mode == Mode::Find {
+        return Err(Error::invalid("model", "applies to ask, not find"));
+    }
+    match v {
+        Value::String(s) if s.chars().count() <= MAX_MODEL_CHARS => Ok(s.clone()),
+        other => Err(Error::invalid(
+            "model",
+            format!("must be a string of at most {MAX_MODEL_CHARS} characters, got {}", short(other)),
+        )),
+    }
+}
+
+/// `expand`: the follow-up direction suggested for the top hit.
+fn expand(v: &Value) -> Result<String> {
+    match v.as_str() {
+        Some(d @ ("document" | "neighbors" | "more")) => Ok(d.to_string()),
+        _ => Err(Error::invalid("expand", format!("must be one of document, neighbors, more, got {}", short(v)))),
+    }
 }
 
 impl Mql {

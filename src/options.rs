@@ -1,5 +1,5 @@
-//! The `options` JSON object shared by cmp_context, cmp_items, cmp_search and cmp_expand
-//! (SPEC.md "Functions"). Unknown keys are errors, never ignored.
+//! The `options` JSON object shared by cmp_context, cmp_items, cmp_search, cmp_expand and the session
+//! functions (each function's keys: docs/reference.md). Unknown keys are errors, never ignored.
 
 use crate::error::{Error, Result};
 use crate::time::{self, Epoch};

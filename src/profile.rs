@@ -1,9 +1,9 @@
-//! Model profiles (reference §3, FACTS.md "Profiles"): who consumes the pack decides its budget, its
+//! Model profiles (docs/reference.md, `cmp_profile`): who consumes the pack decides its budget, its
 //! token estimate, its utility weights and its packer.
 
 use serde_json::{json, Value};
 
-/// Smallest budget a caller may ask for; smaller asks are raised to it (reference §3).
+/// Smallest budget a caller may ask for; smaller asks are raised to it.
 pub const MIN_BUDGET: i64 = 300;
 
 /// A resolved model profile.

@@ -1,13 +1,15 @@
-//! The per-session working_memory delta channel: what changed versus what this session was already
-//! served. [`advance`] and [`worst_delta`] are pure; [`run_turn`] reads the state and the facts about
-//! known refs through the store, and stores the next state with compare-and-swap.
+//! The per-session working_memory delta channel (docs/protocol.md, "Sessions"): what changed
+//! versus what this session was already served. [`advance`] and [`worst_delta`] are pure;
+//! [`run_turn`] reads the state and the facts about known refs through the store, and stores the
+//! next state with compare-and-swap.
 //!
 //! Invariants (property-tested): **no leak** — `new` holds only refs served in this pack; `evicted`
 //! and `superseded` hold only refs this session was already given; **no resend** — a known ref is
 //! never new again until it was evicted; **eviction soundness** — a ref is evicted only when absent
 //! from this pack and unseen for ≥ 4 turns, or dropped by the 512 cap, or no longer readable (deleted,
-//! redacted, moved to another scope: the consumer should drop what it holds). **ours**: cap drops
-//! and unreadable refs are reported in `evicted`, so a consumer's mirror of the working set stays exact.
+//! redacted, moved to another scope: the consumer should drop what it holds). Unlike the reference
+//! protocol, cap drops and unreadable refs are reported in `evicted`, so a consumer's mirror of the
+//! working set stays exact.
 
 use crate::error::{Error, Result};
 use crate::store;
@@ -112,6 +114,41 @@ pub fn advance(
     let turn = state.turn + 1;
     let cursor = state.cursor + 1;
     let in_pack: HashSet<&str> = pack.iter().map(|p| p.0.as_str()).collect();
+    let (mut superseded, mut evicted) = outgoing(state, turn, &in_pack, status);
+    let superseded_set: HashSet<&str> = superseded.iter().map(|s| s.0.as_str()).collect();
+    let mut new: Vec<(String, Option<f64>)> = pack
+        .iter()
+        .filter(|(r, _)| !state.known.contains_key(r) && !superseded_set.contains(r.as_str()))
+        .cloned()
+        .collect();
+    let mut known: BTreeMap<String, i64> = state.known.clone();
+    for r in evicted.iter().chain(superseded.iter().map(|s| &s.0)) {
+        known.remove(r);
+    }
+    for (r, _) in pack {
+        if !superseded_set.contains(r.as_str()) {
+            known.insert(r.clone(), turn);
+        }
+    }
+    let known = cap_known(known, &mut new, &mut evicted);
+    evicted.sort();
+    evicted.dedup();
+    superseded.sort();
+    let trajectory =
+        next_trajectory(&state.trajectory, Step { turn, tokens, ids: pack.iter().map(|p| p.0.clone()).collect() });
+    let centroid = next_centroid(&state.centroid, terms);
+    let next = State { turn, cursor, known, trajectory, centroid, legend: state.legend.clone() };
+    (next, Delta { new, evicted, superseded, cursor })
+}
+
+/// The known refs leaving the working set at `turn`: (superseded with the head the consumer can
+/// resolve, evicted: gone, or live but absent from the pack and unseen for the TTL), unsorted.
+fn outgoing(
+    state: &State,
+    turn: i64,
+    in_pack: &HashSet<&str>,
+    status: &HashMap<String, Status>,
+) -> (Vec<(String, Option<String>)>, Vec<String>) {
     let mut superseded = Vec::new();
     let mut evicted = Vec::new();
     for (r, &last) in &state.known {
@@ -128,47 +165,46 @@ pub fn advance(
             }
         }
     }
-    let superseded_set: HashSet<&str> = superseded.iter().map(|s| s.0.as_str()).collect();
-    let mut new = Vec::new();
-    for (r, rel) in pack {
-        if !state.known.contains_key(r) && !superseded_set.contains(r.as_str()) {
-            new.push((r.clone(), *rel));
+    (superseded, evicted)
+}
+
+/// Holds the known set to [`KNOWN_CAP`], most recently served first (ties by id). A dropped ref is
+/// evicted, unless it is new this turn: the consumer never held it, so it leaves `new` instead of
+/// being announced and evicted in one breath.
+fn cap_known(
+    known: BTreeMap<String, i64>,
+    new: &mut Vec<(String, Option<f64>)>,
+    evicted: &mut Vec<String>,
+) -> BTreeMap<String, i64> {
+    if known.len() <= KNOWN_CAP {
+        return known;
+    }
+    let mut v: Vec<(String, i64)> = known.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    for (r, _) in v.drain(KNOWN_CAP..) {
+        if let Some(pos) = new.iter().position(|n| n.0 == r) {
+            new.remove(pos);
+        } else {
+            evicted.push(r);
         }
     }
-    let mut known: BTreeMap<String, i64> = state.known.clone();
-    for r in evicted.iter().chain(superseded.iter().map(|s| &s.0)) {
-        known.remove(r);
-    }
-    for (r, _) in pack {
-        if !superseded_set.contains(r.as_str()) {
-            known.insert(r.clone(), turn);
-        }
-    }
-    if known.len() > KNOWN_CAP {
-        let mut v: Vec<(String, i64)> = known.into_iter().collect();
-        // Most recently served first; ties by id.
-        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        for (r, _) in v.drain(KNOWN_CAP..) {
-            // A ref new this turn and dropped at once was never held by the consumer: drop it from
-            // `new` instead of announcing and evicting it in one breath.
-            if let Some(pos) = new.iter().position(|n| n.0 == r) {
-                new.remove(pos);
-            } else {
-                evicted.push(r);
-            }
-        }
-        known = v.into_iter().collect();
-    }
-    evicted.sort();
-    evicted.dedup();
-    superseded.sort();
-    let mut trajectory = state.trajectory.clone();
-    trajectory.push(Step { turn, tokens, ids: pack.iter().map(|p| p.0.clone()).collect() });
+    v.into_iter().collect()
+}
+
+/// The last [`TRAJECTORY_WINDOW`] steps with `step` appended.
+fn next_trajectory(past: &[Step], step: Step) -> Vec<Step> {
+    let mut trajectory = past.to_vec();
+    trajectory.push(step);
     if trajectory.len() > TRAJECTORY_WINDOW {
         trajectory.drain(..trajectory.len() - TRAJECTORY_WINDOW);
     }
-    let mut centroid: BTreeMap<String, f64> = state
-        .centroid
+    trajectory
+}
+
+/// The centroid decayed by [`CENTROID_DECAY`] (rounded to 1e-6, negligible terms dropped), this
+/// task's terms counted once each occurrence, the heaviest [`CENTROID_TERMS`] kept (ties by term).
+fn next_centroid(past: &BTreeMap<String, f64>, terms: &[String]) -> BTreeMap<String, f64> {
+    let mut centroid: BTreeMap<String, f64> = past
         .iter()
         .map(|(k, v)| (k.clone(), (v * CENTROID_DECAY * 1e6).round() / 1e6))
         .filter(|(_, v)| *v > 1e-4)
@@ -182,8 +218,7 @@ pub fn advance(
         v.truncate(CENTROID_TERMS);
         centroid = v.into_iter().collect();
     }
-    let next = State { turn, cursor, known, trajectory, centroid, legend: state.legend.clone() };
-    (next, Delta { new, evicted, superseded, cursor })
+    centroid
 }
 
 /// Attempts before a session turn gives up on concurrent writers.
@@ -278,5 +313,97 @@ mod tests {
         let (_, d) = advance(&s4, &refs(&["y"]), 10, &[], &st);
         assert_eq!(d.superseded, vec![("x".to_string(), Some("y".to_string()))]);
         assert_eq!(d.new, refs(&["y"]));
+    }
+
+    fn live() -> HashMap<String, Status> {
+        HashMap::new()
+    }
+
+    #[test]
+    fn gone_refs_are_evicted_and_superseded_heads_hidden_unless_held() {
+        let (s, _) = advance(&State::default(), &refs(&["a", "b", "c"]), 10, &[], &live());
+        let st: HashMap<String, Status> = [
+            ("a".to_string(), Status::Gone),
+            ("b".to_string(), Status::Superseded(Some("secret".into()))),
+            ("c".to_string(), Status::Superseded(None)),
+        ]
+        .into();
+        let (next, d) = advance(&s, &refs(&["c"]), 10, &[], &st);
+        assert_eq!(d.evicted, vec!["a".to_string()]);
+        // The consumer never saw "secret": its id is not revealed. A superseded ref is not new again.
+        assert_eq!(d.superseded, vec![("b".to_string(), None), ("c".to_string(), None)]);
+        assert!(d.new.is_empty());
+        assert!(next.known.is_empty(), "{:?}", next.known);
+    }
+
+    #[test]
+    fn the_known_set_is_capped_most_recent_first() {
+        let first: Vec<String> = (0..KNOWN_CAP).map(|i| format!("old{i:03}")).collect();
+        let first: Vec<&str> = first.iter().map(String::as_str).collect();
+        let (s, _) = advance(&State::default(), &refs(&first), 10, &[], &live());
+        let (s, d) = advance(&s, &refs(&["fresh1", "fresh2"]), 10, &[], &live());
+        assert_eq!(d.new, refs(&["fresh1", "fresh2"]));
+        // Ties on the last-served turn go by id: the two largest old ids leave.
+        assert_eq!(d.evicted, vec!["old510".to_string(), "old511".to_string()]);
+        assert_eq!(s.known.len(), KNOWN_CAP);
+        assert_eq!(s.known["fresh1"], 2);
+    }
+
+    #[test]
+    fn a_ref_new_and_capped_in_one_turn_is_neither_new_nor_evicted() {
+        let many: Vec<String> = (0..KNOWN_CAP + 1).map(|i| format!("r{i:03}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let (s, d) = advance(&State::default(), &refs(&many), 10, &[], &live());
+        assert_eq!(d.new.len(), KNOWN_CAP);
+        assert!(d.evicted.is_empty());
+        assert!(!s.known.contains_key("r512"));
+    }
+
+    #[test]
+    fn trajectory_and_centroid_are_bounded() {
+        let mut s = State::default();
+        for t in 0..TRAJECTORY_WINDOW + 3 {
+            let terms: Vec<String> = (0..CENTROID_TERMS + 5).map(|i| format!("t{t}_{i}")).collect();
+            s = advance(&s, &refs(&["a"]), t, &terms, &live()).0;
+        }
+        assert_eq!(s.trajectory.len(), TRAJECTORY_WINDOW);
+        assert_eq!(s.trajectory.last().map(|x| x.tokens), Some(TRAJECTORY_WINDOW + 2));
+        assert_eq!(s.centroid.len(), CENTROID_TERMS);
+        // The latest task's terms weigh 1, older ones are decayed.
+        assert!(s.centroid.values().all(|&v| v == 1.0));
+        let (next, _) = advance(&s, &[], 0, &["x".to_string(), "x".to_string()], &live());
+        assert_eq!(next.centroid["x"], 2.0);
+        assert!(next.centroid.iter().filter(|(k, _)| *k != "x").all(|(_, &v)| v == CENTROID_DECAY));
+    }
+
+    #[test]
+    fn the_worst_delta_covers_what_any_turn_reports() {
+        let (mut s, _) = advance(&State::default(), &refs(&["a", "b", "c"]), 10, &[], &live());
+        for _ in 0..3 {
+            s = advance(&s, &refs(&["c"]), 10, &[], &live()).0;
+        }
+        let st: HashMap<String, Status> = [("c".to_string(), Status::Superseded(Some("d".into())))].into();
+        let worst = worst_delta(&s, &st);
+        for pack in [vec![], vec!["a"], vec!["a", "b", "d"]] {
+            let (_, d) = advance(&s, &refs(&pack), 10, &[], &st);
+            assert!(d.evicted.iter().all(|r| worst.evicted.contains(r)), "{pack:?}");
+            assert!(d.superseded.iter().all(|(r, _)| worst.superseded.iter().any(|w| &w.0 == r)));
+            assert_eq!(d.cursor, worst.cursor);
+        }
+        assert_eq!(worst.evicted, vec!["a".to_string(), "b".to_string()]);
+    }
+
+    #[test]
+    fn the_delta_serialises_as_working_memory() {
+        let d = Delta {
+            new: vec![("a".into(), Some(0.123_456_78)), ("b".into(), None)],
+            evicted: vec!["c".into()],
+            superseded: vec![("d".into(), Some("e".into()))],
+            cursor: 7,
+        };
+        assert_eq!(
+            d.to_json().to_string(),
+            r#"{"new":[{"ref":"a","delta_relevance":0.123457},{"ref":"b","delta_relevance":null}],"evicted":["c"],"superseded":[{"ref":"d","replacement":"e"}],"cursor":"7"}"#
+        );
     }
 }

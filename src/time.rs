@@ -1,9 +1,22 @@
 //! ISO-8601 timestamps: a strict parser (so bad input is an error, not a silent mis-ordering) and the
-//! formatter used for every timestamp cmp writes.
+//! formatter used for every timestamp cmp writes. The calendar (month lengths, leap years, day
+//! numbers) is `jiff`'s; the grammar is ours, narrower than the RFC 3339 / RFC 9557 forms `jiff`'s own
+//! parser takes: no basic format (`20260601`), no `[zone]` annotation, no offset seconds, offsets
+//! below 24 hours, a fraction of any length, and a leap second counted as a whole second.
+
+use jiff::civil::Date;
+use jiff::Span;
 
 /// Seconds since the Unix epoch, as f64 (sub-second precision kept).
 pub type Epoch = f64;
 
+/// 1970-01-01, day 0 of [`Epoch`].
+const EPOCH: Date = Date::constant(1970, 1, 1);
+
+/// Days in 400 Gregorian years: the calendar repeats with this period.
+const CYCLE_DAYS: i64 = 146_097;
+
+/// An unsigned decimal of ASCII digits only (no sign, no other script's digits).
 fn num(s: &[u8]) -> Option<i64> {
     if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
         return None;
@@ -11,107 +24,88 @@ fn num(s: &[u8]) -> Option<i64> {
     std::str::from_utf8(s).ok()?.parse().ok()
 }
 
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    // Howard Hinnant's algorithm: days since 1970-01-01 in the proleptic Gregorian calendar.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// `YYYY-MM-DD` (a real calendar date) as seconds since the epoch.
+fn date_secs(b: &[u8]) -> Option<i64> {
+    let [_, _, _, _, b'-', _, _, b'-', _, _] = b else { return None };
+    let (y, m, d) = (num(&b[0..4])?, num(&b[5..7])?, num(&b[8..10])?);
+    let date = Date::new(y as i16, m as i8, d as i8).ok()?;
+    Some(date.duration_since(EPOCH).as_secs())
 }
 
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        _ => 28,
-    }
-}
-
-/// Parses `YYYY-MM-DD`, optionally followed by `T` or a space, `HH:MM[:SS[.fraction]]` and a zone
-/// (`Z` or `±HH:MM`/`±HHMM`; none means UTC). Returns None for anything else.
-pub fn parse(s: &str) -> Option<Epoch> {
-    let b = s.trim().as_bytes();
-    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+/// `HH:MM[:SS[(.|,)fraction]]` followed by the zone: (whole seconds into the day, fraction, zone).
+/// A second of 60 (a leap second) counts as one more second.
+fn clock(b: &[u8]) -> Option<(i64, f64, &[u8])> {
+    if b.len() < 5 || b[2] != b':' {
         return None;
     }
-    let (y, mo, d) = (num(&b[0..4])?, num(&b[5..7])?, num(&b[8..10])?);
-    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) {
-        return None;
-    }
-    let mut secs = days_from_civil(y, mo, d) as f64 * 86_400.0;
-    let rest = &b[10..];
-    if rest.is_empty() {
-        return Some(secs);
-    }
-    if rest[0] != b'T' && rest[0] != b't' && rest[0] != b' ' {
-        return None;
-    }
-    let rest = &rest[1..];
-    if rest.len() < 5 || rest[2] != b':' {
-        return None;
-    }
-    let (h, mi) = (num(&rest[0..2])?, num(&rest[3..5])?);
+    let (h, mi) = (num(&b[0..2])?, num(&b[3..5])?);
     if h > 23 || mi > 59 {
         return None;
     }
-    secs += (h * 3600 + mi * 60) as f64;
+    let mut secs = h * 3600 + mi * 60;
+    let mut frac = 0.0;
     let mut i = 5;
-    if rest.len() > i && rest[i] == b':' {
-        let sec = num(rest.get(i + 1..i + 3)?)?;
+    if b.get(i) == Some(&b':') {
+        let sec = num(b.get(i + 1..i + 3)?)?;
         if sec > 60 {
             return None;
         }
-        secs += sec as f64;
+        secs += sec;
         i += 3;
-        if rest.len() > i && (rest[i] == b'.' || rest[i] == b',') {
-            let start = i + 1;
-            let mut end = start;
-            while end < rest.len() && rest[end].is_ascii_digit() {
-                end += 1;
-            }
-            if end == start {
+        if matches!(b.get(i), Some(b'.' | b',')) {
+            let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if digits == 0 {
                 return None;
             }
-            let frac: f64 = std::str::from_utf8(&rest[i..end]).ok()?.replace(',', ".").parse().ok()?;
-            secs += frac;
+            let end = i + 1 + digits;
+            frac = std::str::from_utf8(&b[i..end]).ok()?.replace(',', ".").parse().ok()?;
             i = end;
         }
     }
-    let zone = &rest[i..];
-    match zone {
-        [] | [b'Z'] | [b'z'] => Some(secs),
-        [sign @ (b'+' | b'-'), tail @ ..] => {
-            let (zh, zm) = match tail {
-                [a, b2, b':', c, e] => (num(&[*a, *b2])?, num(&[*c, *e])?),
-                [a, b2, c, e] => (num(&[*a, *b2])?, num(&[*c, *e])?),
-                [a, b2] => (num(&[*a, *b2])?, 0),
-                _ => return None,
-            };
-            if zh > 23 || zm > 59 {
-                return None;
-            }
-            let off = (zh * 3600 + zm * 60) as f64;
-            Some(if *sign == b'+' { secs - off } else { secs + off })
-        }
-        _ => None,
+    Some((secs, frac, &b[i..]))
+}
+
+/// The zone after a clock, as seconds east of UTC: none, `Z`, or `±HH[[:]MM]`.
+fn offset(zone: &[u8]) -> Option<i64> {
+    let (sign, tail) = match zone {
+        [] | [b'Z' | b'z'] => return Some(0),
+        [b'+', tail @ ..] => (1, tail),
+        [b'-', tail @ ..] => (-1, tail),
+        _ => return None,
+    };
+    let (h, m) = match tail {
+        [a, b, b':', c, d] | [a, b, c, d] => (num(&[*a, *b])?, num(&[*c, *d])?),
+        [a, b] => (num(&[*a, *b])?, 0),
+        _ => return None,
+    };
+    if h > 23 || m > 59 {
+        return None;
     }
+    Some(sign * (h * 3600 + m * 60))
+}
+
+/// Parses `YYYY-MM-DD`, optionally followed by `T` or a space, `HH:MM[:SS[.fraction]]` and a zone
+/// (`Z` or `±HH:MM`/`±HHMM`/`±HH`; none means UTC). Returns None for anything else.
+pub fn parse(s: &str) -> Option<Epoch> {
+    let b = s.trim().as_bytes();
+    let day = date_secs(b.get(..10)?)?;
+    let rest = &b[10..];
+    let Some((sep, rest)) = rest.split_first() else { return Some(day as f64) };
+    if !matches!(sep, b'T' | b't' | b' ') {
+        return None;
+    }
+    let (secs, frac, zone) = clock(rest)?;
+    let off = offset(zone)?;
+    Some(((day + secs) as f64 + frac) - off as f64)
+}
+
+/// The civil date `days` after 1970-01-01, for any `days`: `jiff`'s calendar, moved by whole 400-year
+/// cycles into its range (years -9999..=9999) and back.
+fn civil(days: i64) -> (i64, i8, i8) {
+    let cycles = days.div_euclid(CYCLE_DAYS);
+    // Within 1970..2370, so always in range.
+    let date = EPOCH.checked_add(Span::new().days(days.rem_euclid(CYCLE_DAYS))).unwrap_or(EPOCH);
+    (i64::from(date.year()) + 400 * cycles, date.month(), date.day())
 }
 
 /// Formats as `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds).
@@ -119,7 +113,7 @@ pub fn format(t: Epoch) -> String {
     let secs = t.floor() as i64;
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = civil(days);
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
@@ -145,20 +139,152 @@ pub fn julian(t: Epoch) -> f64 {
 mod tests {
     use super::*;
 
+    /// Every accepted form, with the epoch it denotes (computed in the same order as the parser adds
+    /// its parts, so float results compare exactly).
     #[test]
-    fn parses_common_forms() {
-        assert_eq!(parse("1970-01-01"), Some(0.0));
-        assert_eq!(parse("1970-01-01T00:01:00Z"), Some(60.0));
-        assert_eq!(parse("1970-01-01 01:00:00+01:00"), Some(0.0));
-        assert_eq!(parse("1970-01-01T00:00:00.5"), Some(0.5));
-        assert_eq!(parse("2024-02-29T12:00"), Some(1_709_208_000.0));
-        assert_eq!(format(1_709_208_000.0), "2024-02-29T12:00:00Z");
+    fn accepts_each_documented_form() {
+        let noon_june = 1_780_315_200.0;
+        for (s, want) in [
+            ("1970-01-01", 0.0),
+            (" 1970-01-02\n", 86_400.0),
+            ("1970-01-01T00:01:00Z", 60.0),
+            ("1970-01-01t00:01:00z", 60.0),
+            ("1970-01-01 00:01", 60.0),
+            ("1970-01-01T00:01", 60.0),
+            ("1970-01-01T00:00:00.5", 0.5),
+            ("1970-01-01T00:00:00,25Z", 0.25),
+            ("1970-01-01T01:00:00+01:00", 0.0),
+            ("1970-01-01T01:00:00+0100", 0.0),
+            ("1970-01-01T01:00+01", 0.0),
+            ("1970-01-01T00:00-00:30", 1_800.0),
+            ("1970-01-01T00:00:00-23:59", 86_340.0),
+            ("1970-01-01T23:59:60Z", 86_400.0),
+            ("2024-02-29T23:59:60Z", 1_709_251_200.0),
+            ("1969-12-31T23:59:59Z", -1.0),
+            ("2024-02-29T12:00", 1_709_208_000.0),
+            ("2000-02-29", 951_782_400.0),
+            ("2026-06-01T00:00:00Z ", 1_780_272_000.0),
+            ("2026-06-01T12:00:00.123456+02:00", (noon_june + 0.123456) - 7_200.0),
+            ("2026-06-01T12:00:00,5-0930", (noon_june + 0.5) + 34_200.0),
+            ("2026-06-01T12:00:00.123456789Z", noon_june + 0.123456789),
+            ("2026-06-01T00:00:00.99999999999999999999999999Z", 1_780_272_001.0),
+            ("0000-01-01T00:00:00Z", -62_167_219_200.0),
+            ("0000-01-01T00:00:00+23:59", -62_167_219_200.0 - 86_340.0),
+            ("9999-12-31T23:59:59.999999Z", 253_402_300_799.0 + 0.999_999),
+            ("9999-12-31T23:59:00-23:59", 253_402_300_740.0 + 86_340.0),
+        ] {
+            assert_eq!(parse(s), Some(want), "{s:?}");
+        }
+    }
+
+    /// Every refused form (None, so the caller words the error).
+    #[test]
+    fn refuses_everything_else() {
+        for bad in [
+            "",
+            "yesterday",
+            "now",
+            "12345",
+            "2023-02-29",
+            "1900-02-29",
+            "2023-13-01",
+            "2023-00-10",
+            "2023-01-00",
+            "2023-01-32",
+            "2023-04-31",
+            "2023-1-01",
+            "20230101",
+            "20230101T120000Z",
+            "+2023-01-01",
+            "-2023-01-01",
+            "+12026-06-01",
+            "२०२६-०६-०१",
+            "２０２３-01-01",
+            "2023-01-01Z",
+            "2023-01-01X",
+            "2023-01-01T",
+            "2023-01-01T12",
+            "2023-01-01T12Z",
+            "2023-01-01T1:00",
+            "2023-01-01T-1:00",
+            "2023-01-01TT12:00",
+            "2023-01-01T24:00",
+            "2023-01-01T12:60",
+            "2023-01-01T12:00:61",
+            "2023-01-01T12:00:0",
+            "2023-01-01T12:00:00.",
+            "2023-01-01T12:00:00.Z",
+            "2023-01-01T12:00.5",
+            "2023-01-01T12:00:00.5.5",
+            "2023-01-01T12:00 Z",
+            "2023-01-01T12:00+24:00",
+            "2023-01-01T12:00+01:60",
+            "2023-01-01T12:00+01:00:00",
+            "2023-01-01T12:00+1",
+            "2023-01-01T12:00+01:0",
+            "2023-01-01T12:00+0100Z",
+            "2023-01-01T12:00Z[UTC]",
+            "2023-01-01T12:00[UTC]",
+            "2023-01-01T12:00:00Zjunk",
+            "2026-06-01\u{0}",
+        ] {
+            assert_eq!(parse(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
-    fn rejects_garbage() {
-        for bad in ["", "yesterday", "2023-02-29", "2023-13-01", "2023-01-01T25:00", "2023-01-01X", "now", "12345"] {
-            assert_eq!(parse(bad), None, "{bad}");
+    fn formats_whole_seconds_in_utc() {
+        for (t, want) in [
+            (0.0, "1970-01-01T00:00:00Z"),
+            (1.9, "1970-01-01T00:00:01Z"),
+            (-0.5, "1969-12-31T23:59:59Z"),
+            (1_709_208_000.0, "2024-02-29T12:00:00Z"),
+            (951_868_799.0, "2000-02-29T23:59:59Z"),
+            (-62_167_219_200.0, "0000-01-01T00:00:00Z"),
+            (-62_167_219_200.0 - 86_340.0, "-001-12-31T00:01:00Z"),
+            (253_402_300_799.5, "9999-12-31T23:59:59Z"),
+            (253_402_300_740.0 + 86_340.0, "10000-01-01T23:58:00Z"),
+            (f64::NAN, "1970-01-01T00:00:00Z"),
+        ] {
+            assert_eq!(format(t), want, "{t}");
         }
+    }
+
+    #[test]
+    fn formats_microseconds_and_round_trips() {
+        assert_eq!(format_precise(0.5), "1970-01-01T00:00:00.500000Z");
+        assert_eq!(format_precise(-0.25), "1969-12-31T23:59:59.750000Z");
+        assert_eq!(format_precise(1.999_999_9), "1970-01-01T00:00:01.999999Z");
+        let t = 1_780_315_200.123_456;
+        assert!((parse(&format_precise(t)).unwrap() - t).abs() < 1e-6);
+        assert_eq!(parse(&format(1_709_208_000.0)), Some(1_709_208_000.0));
+    }
+
+    /// Clocks far outside any calendar a crate supports still format (proleptic Gregorian, the
+    /// year unpadded beyond four digits) and never panic.
+    #[test]
+    fn formats_extreme_clocks() {
+        for (t, want) in [
+            (f64::MAX, "292277026596-12-04T15:30:07Z"),
+            (f64::INFINITY, "292277026596-12-04T15:30:07Z"),
+            (f64::MIN, "-292277022657-01-27T08:29:52Z"),
+            (f64::NEG_INFINITY, "-292277022657-01-27T08:29:52Z"),
+            (9.2e18, "291536396232-08-31T11:33:20Z"),
+            (-9.2e18, "-291536392293-05-03T12:26:40Z"),
+            (1e15, "31690708-07-05T01:46:40Z"),
+            (-1e15, "-31686769-06-29T22:13:20Z"),
+        ] {
+            assert_eq!(format(t), want, "{t:e}");
+        }
+        assert_eq!(format_precise(1e15), "31690708-07-05T01:46:40.000000Z");
+        for t in [f64::MAX, f64::MIN, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            let _ = format_precise(t);
+        }
+    }
+
+    #[test]
+    fn julian_day_of_the_epoch() {
+        assert_eq!(julian(0.0), 2_440_587.5);
+        assert_eq!(julian(86_400.0), 2_440_588.5);
     }
 }

@@ -9,12 +9,12 @@
 //!   scaled so that on real chat text and on rendered packs it does not undercount `o200k_base` by
 //!   more than 2 % (BENCHMARKS.md, "Token counting").
 //!
-//! Exact counts are cached per process by text hash: the same memory is counted once, not on every
+//! Exact counts are cached per thread by text hash: the same memory is counted once, not on every
 //! call that considers it.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Mutex, OnceLock};
 use tiktoken_rs::CoreBPE;
 
 /// How a profile counts tokens.
@@ -176,25 +176,26 @@ fn bpe_prefix(bpe: &CoreBPE, text: &str, room: usize) -> String {
     String::from_utf8_lossy(&bytes[..valid]).into_owned()
 }
 
-fn cache() -> &'static Mutex<HashMap<(u8, u64), u32>> {
-    static CACHE: OnceLock<Mutex<HashMap<(u8, u64), u32>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+thread_local! {
+    /// Exact counts by (counter, text hash), one map per thread: no lock on the hot path.
+    static CACHE: RefCell<HashMap<(u8, u64), u32>> = RefCell::new(HashMap::new());
 }
 
 fn cached(counter: Counter, text: &str, count: impl FnOnce() -> usize) -> usize {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
     let key = (counter as u8, h.finish());
-    // A poisoned lock only means another thread panicked mid-insert: the map is still a valid cache.
-    if let Some(n) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return *n as usize;
+    if let Some(n) = CACHE.with(|c| c.borrow().get(&key).copied()) {
+        return n as usize;
     }
     let n = count();
-    let mut map = cache().lock().unwrap_or_else(|e| e.into_inner());
-    if map.len() >= CACHE_ENTRIES {
-        map.clear();
-    }
-    map.insert(key, n.min(u32::MAX as usize) as u32);
+    CACHE.with(|c| {
+        let mut map = c.borrow_mut();
+        if map.len() >= CACHE_ENTRIES {
+            map.clear();
+        }
+        map.insert(key, n.min(u32::MAX as usize) as u32);
+    });
     n
 }
 

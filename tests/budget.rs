@@ -5,6 +5,7 @@
 //! - rank order: on a store of one kind the SMP pack holds a prefix of `cmp_search`'s ranking,
 //!   once near-duplicates folded into a packed item are skipped;
 //! - monotonicity: a larger budget packs a superset of a smaller budget's refs, in every format;
+//! - determinism: the same rows pack the same items in any two databases;
 //! - the summary rule: a long note with a stored summary enters as its summary and keeps it in front
 //!   while it grows.
 
@@ -245,6 +246,27 @@ proptest! {
                 (true, Some(g)) => prop_assert!(false, "{} packed after {}, ranked earlier, was left out", r, g),
                 _ => {}
             }
+        }
+    }
+
+    /// The same rows pack the same items in any two databases: nothing a database keys on its own
+    /// (the cursor tag's secret) moves what a budget holds.
+    #[test]
+    fn the_same_rows_pack_the_same_items_in_any_database(
+        specs in prop::collection::vec(spec(), 1..30),
+        task in task(),
+        budget in 300i64..3_000,
+        m in 0usize..MODELS.len(),
+        f in 0usize..FORMATS.len(),
+    ) {
+        let (a, b) = (store(&specs, false), store(&specs, false));
+        let model = MODELS[m];
+        let opts = json!({"now": NOW, "format": FORMATS[f]});
+        let (x, y) = (context(&a, &task, model, budget, None, &opts), context(&b, &task, model, budget, None, &opts));
+        match (x, y) {
+            (Ok(x), Ok(y)) => prop_assert_eq!(refs_of(&x), refs_of(&y)),
+            (Err(x), Err(y)) => prop_assert_eq!(x, y),
+            (x, y) => prop_assert!(false, "one database answered, the other refused: {:?} / {:?}", x, y),
         }
     }
 

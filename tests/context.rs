@@ -38,7 +38,7 @@ const ITEM_FIELDS: [&str; 10] = [
 ];
 const LAYERS: [&str; 8] =
     ["constraints", "decisions", "facts", "entity", "procedures", "identity", "open_loops", "recency"];
-/// Reference §1.1, verbatim.
+/// The reference protocol's four consumption rules, verbatim.
 const RULES: [&str; 4] = [
     "Ground answers only in these items; if a needed fact is absent, say so — do not invent.",
     "Prefer higher relevance and higher confidence on conflict; newest current fact wins.",

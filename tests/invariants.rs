@@ -1,4 +1,4 @@
-//! The protocol's invariants as property tests over random stores (reference §4, §5, §6, §8):
+//! The protocol's invariants as property tests over random stores (docs/protocol.md):
 //! budget bound, budget monotonicity (superset), global dedup, superseded-never, redacted-never,
 //! scope isolation, constant legend, determinism; the session delta's no-leak, no-resend, eviction
 //! soundness, cursor order and mirror equality; MQL narrowing only removes and paging partitions.

@@ -1,7 +1,10 @@
-//! Docs that run: every ```sql block of README.md is executed, in order, on one fresh registered
-//! in-memory connection, and every registered function must be called in one of them.
+//! Docs that run: the ```sql blocks of README.md and of every docs/*.md are executed, each file on its
+//! own fresh registered in-memory connection, its blocks in order (a file's examples build on the ones
+//! before them, never on another file's). docs/reference.md is the API reference: every registered
+//! function has a section there (`### cmp_x(...)`), a row in its function table and a runnable example,
+//! and every option key and MQL field the functions accept is named in their section.
 //!
-//! Conventions inside a ```sql block (see README.md, "Runnable examples"):
+//! Conventions inside a ```sql block (see ARCHITECTURE.md, "Runnable examples"):
 //! - statements end with `;`; a statement without annotation must simply succeed;
 //! - a line `-- => <expected>` right after a statement asserts that the first column of its first row,
 //!   rendered as text, is exactly `<expected>`; consecutive `-- =>` lines are joined with newlines
@@ -11,8 +14,9 @@
 //!   starts with `<prefix>`;
 //! - fences with any other info string (```sh, ```text, ```sql no-run) are not executed.
 //!
-//! `CMP_README_PRINT=1 cargo test --test readme -- --nocapture readme_sql_blocks_run` prints what each
-//! statement returns instead of asserting, to write the `-- =>` lines of a new example.
+//! `CMP_README_PRINT=1 cargo test --test readme -- --nocapture docs_sql_blocks_run` prints what each
+//! statement returns instead of asserting, to write the `-- =>` lines of a new example
+//! (`CMP_README_PRINT=docs/protocol.md` prints that file only).
 
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
@@ -32,21 +36,37 @@ enum Expect {
 /// One statement of a ```sql block.
 #[derive(Debug, Clone)]
 struct Example {
-    /// 1-based README line where the statement starts.
+    /// 1-based line of its file where the statement starts.
     line: usize,
     sql: String,
     expect: Expect,
 }
 
 const README: &str = "README.md";
+const REFERENCE: &str = "docs/reference.md";
 
-fn readme() -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(README);
+fn read(doc: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(doc);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
-/// The executed blocks: (1-based line of the first body line, body lines).
-fn sql_blocks(md: &str) -> Vec<(usize, Vec<&str>)> {
+/// The documents whose ```sql blocks run: README.md, then docs/*.md in name order (paths relative to
+/// the repository root).
+fn docs() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let mut out: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.expect("a docs/ entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    out.sort();
+    out.insert(0, README.to_string());
+    out
+}
+
+/// The executed blocks of `doc`: (1-based line of the first body line, body lines).
+fn sql_blocks<'a>(doc: &str, md: &'a str) -> Vec<(usize, Vec<&'a str>)> {
     let mut out = Vec::new();
     let mut current: Option<(usize, Vec<&str>, bool)> = None;
     for (i, line) in md.lines().enumerate() {
@@ -69,18 +89,18 @@ fn sql_blocks(md: &str) -> Vec<(usize, Vec<&str>)> {
             }
         }
     }
-    assert!(current.is_none(), "{README}: unclosed ``` fence");
+    assert!(current.is_none(), "{doc}: unclosed ``` fence");
     out
 }
 
 fn is_complete(sql: &str) -> bool {
-    let c = CString::new(sql).expect("README SQL holds no NUL byte");
+    let c = CString::new(sql).expect("doc SQL holds no NUL byte");
     // SAFETY: a valid NUL-terminated string; sqlite3_complete only reads it.
     unsafe { rusqlite::ffi::sqlite3_complete(c.as_ptr()) != 0 }
 }
 
 /// Splits a block into statements with their annotations. Panics on a misplaced annotation.
-fn examples(start: usize, body: &[&str]) -> Vec<Example> {
+fn examples(doc: &str, start: usize, body: &[&str]) -> Vec<Example> {
     let mut out: Vec<Example> = Vec::new();
     let mut pending = String::new();
     let mut pending_line = 0;
@@ -94,7 +114,7 @@ fn examples(start: usize, body: &[&str]) -> Vec<Example> {
         if value.is_some() || error.is_some() {
             let last = match out.last_mut() {
                 Some(last) if just_closed && pending.trim().is_empty() => last,
-                _ => panic!("{README}:{n}: an annotation must come right after a complete statement"),
+                _ => panic!("{doc}:{n}: an annotation must come right after a complete statement"),
             };
             match (value, &mut last.expect) {
                 (Some(v), Expect::Ok) => last.expect = Expect::Value(one_space(v).into()),
@@ -103,7 +123,7 @@ fn examples(start: usize, body: &[&str]) -> Vec<Example> {
                     prev.push_str(one_space(v));
                 }
                 (None, Expect::Ok) => last.expect = Expect::Error(one_space(error.unwrap_or_default()).into()),
-                _ => panic!("{README}:{n}: conflicting annotations for one statement"),
+                _ => panic!("{doc}:{n}: conflicting annotations for one statement"),
             }
             continue;
         }
@@ -120,7 +140,7 @@ fn examples(start: usize, body: &[&str]) -> Vec<Example> {
         }
     }
     let rest: String = pending.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("--")).collect();
-    assert!(rest.is_empty(), "{README}:{pending_line}: statement without a closing `;`: {pending}");
+    assert!(rest.is_empty(), "{doc}:{pending_line}: statement without a closing `;`: {pending}");
     out
 }
 
@@ -128,7 +148,7 @@ fn one_space(s: &str) -> &str {
     s.strip_prefix(' ').unwrap_or(s)
 }
 
-/// The first column of a row as the README writes it.
+/// The first column of a row as the docs write it.
 fn render(conn: &Connection, v: ValueRef<'_>) -> String {
     match v {
         ValueRef::Null => "NULL".into(),
@@ -155,23 +175,20 @@ fn run(conn: &Connection, sql: &str) -> rusqlite::Result<Option<String>> {
     Ok(first)
 }
 
-fn all_examples() -> Vec<Example> {
-    let md = readme();
-    let blocks = sql_blocks(&md);
-    assert!(!blocks.is_empty(), "{README} has no ```sql block");
-    blocks.iter().flat_map(|(s, b)| examples(*s, b)).collect()
+/// The examples of one document, in order (none when it has no ```sql block).
+fn doc_examples(doc: &str) -> Vec<Example> {
+    let md = read(doc);
+    sql_blocks(doc, &md).iter().flat_map(|(s, b)| examples(doc, *s, b)).collect()
 }
 
-#[test]
-fn readme_sql_blocks_run() {
+/// Runs the examples of `doc` on a fresh registered connection; returns (statements, asserted).
+fn run_doc(doc: &str, print: bool) -> (usize, usize) {
     let conn = Connection::open_in_memory().unwrap();
     cmp::register(&conn).unwrap();
-    let examples = all_examples();
+    let examples = doc_examples(doc);
     let mut asserted = 0;
-    // CMP_README_PRINT=1 prints what every statement returns: a help when writing new examples.
-    let print = std::env::var_os("CMP_README_PRINT").is_some();
     for ex in &examples {
-        let at = format!("{README}:{}", ex.line);
+        let at = format!("{doc}:{}", ex.line);
         let sql = ex.sql.trim();
         if print {
             match run(&conn, sql) {
@@ -208,8 +225,32 @@ fn readme_sql_blocks_run() {
             }
         }
     }
-    println!("{README}: {} statements run, {asserted} results asserted", examples.len());
-    assert!(print || asserted > 0, "{README} asserts nothing");
+    (examples.len(), asserted)
+}
+
+#[test]
+fn docs_sql_blocks_run() {
+    // CMP_README_PRINT=1 prints what every statement returns (=docs/x.md: that file only): a help
+    // when writing new examples.
+    let print = std::env::var("CMP_README_PRINT").ok();
+    let mut total = 0;
+    for doc in docs() {
+        if print.as_deref().is_some_and(|p| p != "1" && p != doc) {
+            continue;
+        }
+        let (n, asserted) = run_doc(&doc, print.is_some());
+        println!("{doc}: {n} statements run, {asserted} results asserted");
+        assert!(print.is_some() || n == 0 || asserted > 0, "{doc} runs SQL but asserts nothing");
+        total += asserted;
+    }
+    assert!(print.is_some() || total > 0, "the docs assert nothing");
+}
+
+#[test]
+fn the_readme_and_the_reference_assert_results() {
+    for doc in [README, REFERENCE] {
+        assert!(doc_examples(doc).iter().any(|e| e.expect != Expect::Ok), "{doc} has no asserted ```sql example");
+    }
 }
 
 /// True when `name` is called (`name(`) in `sql`, as a whole identifier.
@@ -224,9 +265,73 @@ fn calls(sql: &str, name: &str) -> bool {
 
 #[test]
 fn every_function_has_a_runnable_example() {
-    let sql: String = all_examples().iter().map(|e| e.sql.as_str()).collect::<Vec<_>>().join("\n");
+    let sql: String = doc_examples(REFERENCE).iter().map(|e| e.sql.as_str()).collect::<Vec<_>>().join("\n");
     let missing: Vec<&str> = cmp::function_names().into_iter().filter(|n| !calls(&sql, n)).collect();
-    assert!(missing.is_empty(), "no ```sql example in {README} calls: {missing:?}");
+    assert!(missing.is_empty(), "no ```sql example in {REFERENCE} calls: {missing:?}");
+}
+
+/// The `### ` sections of a document: (heading, body up to the next `## ` or `### ` heading).
+fn sections(md: &str) -> Vec<(&str, String)> {
+    let mut out: Vec<(&str, String)> = Vec::new();
+    for line in md.lines() {
+        if let Some(h) = line.strip_prefix("### ") {
+            out.push((h, String::new()));
+        } else if line.starts_with("## ") || line.starts_with("# ") {
+            out.push(("", String::new()));
+        } else if let Some((_, body)) = out.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    out.retain(|(h, _)| !h.is_empty());
+    out
+}
+
+/// The section of the reference about function `name`: the one whose heading calls it.
+fn section_of(md: &str, name: &str) -> Option<String> {
+    sections(md).into_iter().find(|(h, _)| calls(h, name)).map(|(h, body)| format!("{h}\n{body}"))
+}
+
+#[test]
+fn every_function_has_a_section_and_a_row_in_the_reference() {
+    let md = read(REFERENCE);
+    for name in cmp::function_names() {
+        assert!(section_of(&md, name).is_some(), "{REFERENCE} has no `### {name}(...)` section");
+        let row = format!("| `{name}(");
+        assert!(md.lines().any(|l| l.starts_with(&row)), "{REFERENCE}: the function table has no row {row}...");
+    }
+}
+
+/// The keys an error message lists after `(accepted: `.
+fn accepted(msg: &str) -> Vec<String> {
+    let list = msg.split("(accepted: ").nth(1).and_then(|r| r.split(')').next());
+    let list = list.unwrap_or_else(|| panic!("no accepted list in {msg:?}"));
+    list.split(", ").map(String::from).collect()
+}
+
+#[test]
+fn every_option_and_mql_field_is_documented() {
+    let conn = Connection::open_in_memory().unwrap();
+    cmp::register(&conn).unwrap();
+    conn.query_row("SELECT cmp_init()", [], |_| Ok(())).unwrap();
+    // (function, a call with an unknown key: its error lists the keys the function accepts).
+    let probes = [
+        ("cmp_search", r#"SELECT * FROM cmp_search('x', '{"zz":1}')"#),
+        ("cmp_items", r#"SELECT * FROM cmp_items('x', NULL, NULL, '{"zz":1}')"#),
+        ("cmp_context", r#"SELECT cmp_context('x', NULL, NULL, NULL, '{"zz":1}')"#),
+        ("cmp_expand", r#"SELECT cmp_expand('mem_000000000000', 'document', '{"zz":1}')"#),
+        ("cmp_session", r#"SELECT cmp_session('s', '{"zz":1}')"#),
+        ("cmp_session_reset", r#"SELECT cmp_session_reset('s', '{"zz":1}')"#),
+        ("cmp_query", r#"SELECT cmp_query('{"find":"x","zz":1}')"#),
+    ];
+    let md = read(REFERENCE);
+    for (name, sql) in probes {
+        let msg = run(&conn, sql).expect_err(sql).to_string();
+        let section = section_of(&md, name).unwrap_or_else(|| panic!("{REFERENCE} has no section for {name}"));
+        for key in accepted(&msg) {
+            assert!(section.contains(&format!("`{key}`")), "{REFERENCE}, section {name}: `{key}` is not described");
+        }
+    }
 }
 
 #[test]
@@ -269,7 +374,7 @@ fn the_runner_understands_its_conventions() {
         "END;",
         "-- trailing comment",
     ];
-    let ex = examples(10, &body);
+    let ex = examples("test", 10, &body);
     let got: Vec<(usize, Expect)> = ex.iter().map(|e| (e.line, e.expect.clone())).collect();
     assert_eq!(
         got,
@@ -285,6 +390,14 @@ fn the_runner_understands_its_conventions() {
     assert!(!calls("SELECT cmp_session_reset('s')", "cmp_session"));
     assert!(calls("FROM cmp_search ('x')", "cmp_search"));
     assert!(!calls("-- see cmp_search", "cmp_search"));
+    let md = "## A\n### cmp_session(s) and cmp_session_reset(s)\nbody `scope`\n#### sub\nmore\n## B\nafter\n";
+    assert_eq!(
+        sections(md),
+        [("cmp_session(s) and cmp_session_reset(s)", "body `scope`\n#### sub\nmore\n".to_string())]
+    );
+    assert!(section_of(md, "cmp_session_reset").is_some_and(|s| s.contains("more") && !s.contains("after")));
+    assert!(section_of(md, "cmp_search").is_none());
+    assert_eq!(accepted("f: unknown option \"zz\" (accepted: now, scope)"), ["now", "scope"]);
     let conn = Connection::open_in_memory().unwrap();
     assert_eq!(run(&conn, "SELECT 0.5").unwrap().as_deref(), Some("0.5"));
     assert_eq!(run(&conn, "SELECT NULL").unwrap().as_deref(), Some("NULL"));
@@ -294,5 +407,5 @@ fn the_runner_understands_its_conventions() {
 #[test]
 #[should_panic(expected = "right after a complete statement")]
 fn an_annotation_must_follow_a_statement() {
-    examples(1, &["SELECT 1;", "", "-- => 1"]);
+    examples("test", 1, &["SELECT 1;", "", "-- => 1"]);
 }

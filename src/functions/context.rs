@@ -41,9 +41,11 @@ const FIT_ROUNDS: usize = 4;
 
 /// One rendering of a pack that fits the budget, with the session delta it implies.
 struct Fitted {
-    pack: crate::pack::Pack,
     text: String,
     next: Option<State>,
+    /// The canonical pack and its sha (what a pin stores).
+    canonical: String,
+    sha: String,
 }
 
 /// Packs and renders until the output fits the budget: each round packs with less room by what
@@ -58,7 +60,9 @@ fn fit(
 ) -> Result<Fitted> {
     let o = req.options;
     let worst = turn.map(|t| session::worst_delta(&t.state, &t.status));
-    let reserve = context::reserve(conn, req, g, layout, worst.as_ref(), sid)?;
+    // The first page's cursor: the same for every round, shown only when the pack is partial.
+    let first_page = context::fitting_cursor(conn, req, g)?;
+    let reserve = context::reserve(req, g, layout, first_page.clone(), worst.as_ref(), sid);
     // A budget too small for the compact legend gets the minimal one (about and rules) and no items:
     // the items' room is still judged against the compact legend, so no budget packs more than a
     // larger one.
@@ -78,11 +82,9 @@ fn fit(
             }
             _ => vec![true; pack.items.len()],
         };
-        let cursor = if pack.excluded.is_empty() { None } else { context::fitting_cursor(conn, req, g)? };
-        let pin = o.pin.then(|| {
-            let (canonical, sha) = envelope::canonical(g.profile.name, &pack, g.pending);
-            json!({"sha": sha, "bytes": canonical.len()})
-        });
+        let cursor = if pack.excluded.is_empty() { None } else { first_page.clone() };
+        let (canonical, sha) = envelope::canonical(g.profile.name, &pack, g.pending);
+        let pin = o.pin.then(|| json!({"sha": sha, "bytes": canonical.len()}));
         let parts = Parts {
             model: g.profile.name,
             pack: &pack,
@@ -93,6 +95,7 @@ fn fit(
             delta,
             session_id: sid,
             at: time::format(o.now),
+            sha: sha.clone(),
             pin,
             warnings: context::warnings(g),
         };
@@ -104,7 +107,7 @@ fn fit(
                 }
                 next
             });
-            return Ok(Fitted { pack, text: r.text, next });
+            return Ok(Fitted { text: r.text, next, canonical, sha });
         }
         if pack.items.is_empty() {
             return Err(Error::Budget(format!(
@@ -145,7 +148,7 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
     let Some(sid) = sid else {
         let layout = context::layout(o, g.counter, false, kind);
         let fitted = fit(conn, req, g, &layout, None, None)?;
-        pin(conn, req, g, &fitted)?;
+        pin(conn, req, &fitted)?;
         return Ok(fitted.text);
     };
     let legend_id = envelope::legend_id(kind);
@@ -156,7 +159,7 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
         let fitted = fit(conn, req, g, &layout, Some(turn), Some(sid))?;
         // The pin first: it is idempotent (the same sha always stores the same bytes), so when the
         // session turn fails after it, nothing observable is half-done; the session turn is the last write.
-        pin(conn, req, g, &fitted)?;
+        pin(conn, req, &fitted)?;
         let Some(mut next) = fitted.next else { return Err(Error::Internal("session turn was not computed".into())) };
         if o.format == Format::Smp {
             next.legend = Some(legend_id.clone());
@@ -166,12 +169,12 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
 }
 
 /// Stores the pin of a pack when the call asked for one.
-fn pin(conn: &Connection, req: &Request<'_>, g: &Gathered, fitted: &Fitted) -> Result<()> {
+fn pin(conn: &Connection, req: &Request<'_>, fitted: &Fitted) -> Result<()> {
     if !req.options.pin {
         return Ok(());
     }
-    let (canonical, sha) = envelope::canonical(g.profile.name, &fitted.pack, g.pending);
-    store::put_pin(conn, &sha, &canonical, &time::format(req.options.now))
+    store::put_pin(conn, &fitted.sha, &fitted.canonical, &time::format(req.options.now))?;
+    Ok(())
 }
 
 /// `cmp_context(...)`.

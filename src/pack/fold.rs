@@ -1,5 +1,6 @@
-//! Claim folding (reference §5, FACTS.md "Claim folding", **ours**: near-duplicates too): facts that
-//! restate each other are folded into one survivor, so the budget buys distinct claims.
+//! Claim folding (docs/protocol.md, "Packing"): facts that restate each other, near-duplicates too
+//! (the reference protocol folds exact duplicates only), are folded into one survivor, so the budget
+//! buys distinct claims.
 //!
 //! Two facts fold when their normalised word sets have Jaccard ≥ 0.8, both have at least 6 words,
 //! they share polarity (both or neither negated) and neither is flagged `conflict`.
@@ -124,5 +125,29 @@ mod tests {
         assert!(!folds(&a, &b));
         assert!(!folds(&a, &c));
         assert!(!folds(&short, &short));
+    }
+
+    fn fact(content: &str) -> Item {
+        crate::pack::testing::item("m", content)
+    }
+
+    #[test]
+    fn groups_keep_the_first_member_as_survivor() {
+        let items = vec![
+            fact("Note: the atlas launch moved to friday after review"),
+            fact("the budget for the offsite is twelve thousand euros"),
+            fact("we agreed that the atlas launch moved to friday after review"),
+            fact("the atlas launch moved to friday after review"),
+        ];
+        // Members in usefulness order: 3 first, so 3 survives and absorbs 0 and 2.
+        assert_eq!(groups(&items, &[3, 1, 0, 2]), vec![vec![3, 0, 2], vec![1]]);
+        assert_eq!(groups(&items, &[]), Vec::<Vec<usize>>::new());
+    }
+
+    #[test]
+    fn flagged_conflicts_and_short_claims_stay_apart() {
+        let flagged = Item { conflict: true, ..fact("the atlas launch moved to friday after review") };
+        let items = vec![fact("the atlas launch moved to friday after review"), flagged, fact("ok"), fact("ok")];
+        assert_eq!(groups(&items, &[0, 1, 2, 3]), vec![vec![0], vec![1], vec![2], vec![3]]);
     }
 }

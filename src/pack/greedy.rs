@@ -88,3 +88,79 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
         intent: p.intent,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{in_layer, item, params, refs, words, Words};
+    use super::*;
+    use crate::pack::MAX_STEP_TOKENS;
+    use crate::profile::GENERIC;
+
+    #[test]
+    fn each_layer_fills_in_retrieval_order() {
+        // Less relevant first in retrieval order: the greedy keeps that order, it does not re-rank.
+        let items = vec![
+            Item { relevance: Some(0.1), ..item("f0", "first found fact") },
+            Item { relevance: Some(0.9), ..item("f1", "second found fact") },
+            Item { relevance: Some(0.5), ..item("f2", "third found fact") },
+        ];
+        let p = pack(items, params(GENERIC, 2 * (3 + Words::FRAMING)));
+        assert_eq!(refs(&p), vec!["f0", "f1"]);
+        assert_eq!(p.excluded.iter().map(|i| i.r#ref.as_str()).collect::<Vec<_>>(), vec!["f2"]);
+    }
+
+    #[test]
+    fn a_long_memory_is_admitted_shortened_then_grows() {
+        let long = words("w", 5 * MAX_STEP_TOKENS);
+        let items = vec![item("short", "a short fact"), item("long", &long)];
+        let admitted = (3 + Words::FRAMING) + (MAX_STEP_TOKENS + Words::FRAMING);
+        let p = pack(items.clone(), params(GENERIC, admitted));
+        assert_eq!(refs(&p), vec!["short", "long"]);
+        assert_eq!(p.items[1].compressed, Some("truncated"));
+        assert_eq!(p.used, admitted);
+        let p = pack(items, params(GENERIC, 6000));
+        assert_eq!((p.items[1].content.as_str(), p.items[1].compressed), (long.as_str(), None));
+    }
+
+    #[test]
+    fn a_growing_memory_does_not_hold_back_other_layers() {
+        let items = vec![item("long", &words("w", 5 * MAX_STEP_TOKENS)), in_layer("d", "a decision", Layer::Decisions)];
+        let p = pack(items, params(GENERIC, (MAX_STEP_TOKENS + Words::FRAMING) + (2 + Words::FRAMING)));
+        assert_eq!(refs(&p), vec!["d", "long"]);
+    }
+
+    #[test]
+    fn layers_share_the_budget_by_intent_weight() {
+        // Answer: facts weigh 40, decisions 15. With ten of each, facts get more of a tight budget.
+        let mut items = Vec::new();
+        for i in 0..10 {
+            items.push(in_layer(&format!("d{i}"), &words(&format!("d{i}x"), 5), Layer::Decisions));
+            items.push(in_layer(&format!("f{i}"), &words(&format!("f{i}x"), 5), Layer::Facts));
+        }
+        let p = pack(items, params(GENERIC, 11 * (5 + Words::FRAMING)));
+        let facts = p.items.iter().filter(|x| x.item.layer == Layer::Facts).count();
+        let decisions = p.items.iter().filter(|x| x.item.layer == Layer::Decisions).count();
+        assert_eq!(facts + decisions, 11);
+        assert!(facts > 2 * decisions, "{facts} facts, {decisions} decisions");
+        // Envelope order: layers in order, decisions before facts.
+        assert_eq!(p.items[0].item.layer, Layer::Decisions);
+    }
+
+    #[test]
+    fn the_top_constraint_is_always_placed_first() {
+        let mut items: Vec<Item> = (0..20).map(|i| item(&format!("f{i}"), &words(&format!("f{i}x"), 8))).collect();
+        items.push(in_layer("rule", &words("r", 300), Layer::Constraints));
+        let p = pack(items, params(GENERIC, 200));
+        assert!(refs(&p).contains(&"rule"), "{:?}", refs(&p));
+        assert_eq!(p.items[0].item.r#ref, "rule");
+    }
+
+    #[test]
+    fn a_layer_without_weight_gets_nothing() {
+        // Answer gives procedures no weight.
+        let items = vec![in_layer("proc", "how to deploy", Layer::Procedures), item("fact", "a fact")];
+        let p = pack(items, params(GENERIC, 1000));
+        assert_eq!(refs(&p), vec!["fact"]);
+        assert_eq!(p.excluded.len(), 1);
+    }
+}

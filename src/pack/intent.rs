@@ -1,4 +1,4 @@
-//! Intent detection and intent → layer weights (FACTS.md "Intent → layer weights").
+//! Intent detection and intent → layer weights (the table in docs/protocol.md, "Packing").
 
 use super::Layer;
 use crate::text;
@@ -108,5 +108,16 @@ mod tests {
         assert_eq!(detect("rerun"), Intent::Answer);
         let w = Intent::Answer.weights();
         assert_eq!(w.iter().sum::<f64>(), 100.0);
+    }
+
+    #[test]
+    fn every_intent_splits_one_hundred_over_the_layers() {
+        for i in [Intent::Answer, Intent::Act, Intent::Draft, Intent::Plan, Intent::Recall] {
+            assert_eq!(i.weights().iter().sum::<f64>(), 100.0, "{}", i.name());
+            assert!(Layer::ALL.iter().all(|&l| i.weight(l) == i.weights()[l as usize]));
+        }
+        // A recall has no task to match facts against: the newest memories lead.
+        assert_eq!(Intent::Recall.weight(Layer::Facts), 0.0);
+        assert_eq!(detect("what happened recently?"), Intent::Answer);
     }
 }

@@ -257,3 +257,99 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
         intent: p.intent,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{in_layer, item, params, refs, words, Words};
+    use super::*;
+    use crate::profile;
+    use proptest::prelude::*;
+
+    fn claude() -> crate::profile::Profile {
+        profile::resolve(Some("claude"))
+    }
+
+    #[test]
+    fn within_a_layer_a_cheap_weak_memory_never_displaces_a_stronger_one() {
+        // "ok!" has by far the best utility per token, but it was retrieved after the strong match.
+        let items = vec![
+            Item { relevance: Some(0.9), ..item("strong", &words("s", 20)) },
+            Item { relevance: Some(0.2), ..item("weak", "ok!") },
+        ];
+        let p = pack(items, params(claude(), 20 + Words::FRAMING));
+        assert_eq!(refs(&p), vec!["strong"]);
+        assert_eq!(p.excluded[0].r#ref, "weak");
+    }
+
+    #[test]
+    fn near_duplicate_facts_fold_into_the_most_useful() {
+        let text = "the atlas launch moved to friday after the security review";
+        let items = vec![
+            Item { relevance: Some(0.4), ..item("dup", &format!("We decided that {text}")) },
+            Item { relevance: Some(0.9), ..item("best", text) },
+            item("other", "the budget for the offsite is twelve thousand euros"),
+        ];
+        let p = pack(items, params(claude(), 1000));
+        assert_eq!(p.deduped, 1);
+        let best = p.items.iter().find(|x| x.item.r#ref == "best").expect("the survivor is packed");
+        assert_eq!(best.folded_refs, vec!["dup".to_string()]);
+        assert!(!refs(&p).contains(&"dup") && !p.excluded.iter().any(|i| i.r#ref == "dup"));
+    }
+
+    #[test]
+    fn contradicting_facts_never_fold() {
+        let items = vec![
+            item("yes", "the atlas launch moved to friday after the security review"),
+            item("no", "the atlas launch never moved to friday after the security review"),
+        ];
+        let p = pack(items, params(claude(), 1000));
+        assert_eq!((p.deduped, p.items.len()), (0, 2));
+    }
+
+    #[test]
+    fn the_top_constraint_comes_first_and_layers_stay_in_envelope_order() {
+        let items = vec![
+            item("fact", "a fact"),
+            in_layer("recent", "yesterday we met", Layer::Recency),
+            in_layer("rule", "never deploy on fridays", Layer::Constraints),
+        ];
+        let p = pack(items, params(claude(), 1000));
+        assert_eq!(refs(&p), vec!["rule", "fact", "recent"]);
+    }
+
+    #[test]
+    fn a_shorter_rung_is_admitted_before_the_full_text() {
+        let text = format!("Atlas ships on Friday. {}", words("detail", 60));
+        let items = vec![item("m", &text)];
+        let tight = pack(items.clone(), params(claude(), 4 + Words::FRAMING));
+        assert_eq!(
+            (tight.items[0].content.as_str(), tight.items[0].compressed),
+            ("Atlas ships on Friday.", Some("head"))
+        );
+        let roomy = pack(items, params(claude(), 1000));
+        assert_eq!((roomy.items[0].content.as_str(), roomy.items[0].compressed), (text.as_str(), None));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The knapsack never exceeds its room, whatever the candidates and the reserve.
+        #[test]
+        fn never_exceeds_the_budget(
+            sizes in prop::collection::vec((1usize..300, 0.0f64..1.0), 0..25),
+            budget in 0usize..800,
+            reserve in 0usize..200,
+        ) {
+            let items: Vec<Item> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, (n, rel))| Item { relevance: Some(*rel), ..item(&format!("m{i}"), &words(&format!("x{i}y"), *n)) })
+                .collect();
+            let n = items.len();
+            let p = pack(items, Params { reserve, ..params(claude(), budget) });
+            prop_assert!(p.items_used <= budget.saturating_sub(reserve));
+            prop_assert_eq!(p.used, reserve + p.items_used);
+            prop_assert_eq!(p.items.len() + p.excluded.len() + p.deduped, n);
+        }
+    }
+}

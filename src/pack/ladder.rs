@@ -1,4 +1,4 @@
-//! The compression ladder (reference §5): full content → stored summary (if shorter) → head sentence
+//! The compression ladder (docs/protocol.md, "Packing"): full content → stored summary (if shorter) → head sentence
 //! (if shorter) → dropped. A cited fact is densified into the pack rather than silently deleted.
 
 use super::Item;
@@ -64,5 +64,27 @@ mod tests {
         let r = rungs(&item("First. Second sentence.", Some("A summary that is longer than everything")));
         assert_eq!(r.last().unwrap().1, Some("head"));
         assert_eq!(rungs(&item("One sentence only", None)).len(), 1);
+    }
+
+    #[test]
+    fn a_blank_or_longer_summary_is_no_rung() {
+        assert_eq!(rungs(&item("Short text", Some("   "))).len(), 1);
+        assert_eq!(rungs(&item("Short text", Some("A much longer summary than the text"))).len(), 1);
+        assert_eq!(shortest(&item("Short text", None)), ("Short text".to_string(), None));
+    }
+
+    proptest::proptest! {
+        /// Rungs start at the full text, each strictly shorter than the one before; the shortest is
+        /// the last.
+        #[test]
+        fn rungs_are_strictly_shorter(content in "[a-z .!?]{0,80}", summary in proptest::option::of("[a-z .]{0,40}")) {
+            let it = item(&content, summary.as_deref());
+            let r = rungs(&it);
+            proptest::prop_assert_eq!(&r[0], &(content.clone(), None));
+            for w in r.windows(2) {
+                proptest::prop_assert!(w[1].0.chars().count() < w[0].0.chars().count(), "{:?}", r);
+            }
+            proptest::prop_assert_eq!(shortest(&it), r.last().cloned().unwrap());
+        }
     }
 }

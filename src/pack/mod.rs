@@ -3,7 +3,7 @@
 //! Both packers build a budget-independent *sequence of steps* (admit an item at some rung of the
 //! compression ladder, or upgrade an admitted item to its full text) and take the longest prefix
 //! that fits the budget. Taking a prefix of a fixed sequence is what makes a larger budget pack a
-//! superset of a smaller one's refs (reference §4), with no exception, and `used <= tokens` by
+//! superset of a smaller one's refs, with no exception, and `used <= tokens` by
 //! construction. The knapsack orders steps by MMR-adjusted utility density; the generic packer
 //! interleaves layers in proportion to their intent weights.
 
@@ -16,7 +16,7 @@ pub mod ladder;
 use crate::profile::Profile;
 use intent::Intent;
 
-/// The eight pack layers, in envelope order (FACTS.md weight order).
+/// The eight pack layers, in envelope order (the order of the intent weight tables).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Layer {
     /// negative: hard rules.
@@ -64,7 +64,7 @@ impl Layer {
         }
     }
 
-    /// Pack layer of a memory kind (SPEC.md "Pack layer of an item"); unknown kinds read as facts.
+    /// Pack layer of a memory kind (docs/protocol.md, "Items"); unknown kinds read as facts.
     pub fn of_kind(kind: &str) -> Layer {
         match kind {
             "negative" => Layer::Constraints,
@@ -219,7 +219,7 @@ pub(crate) struct Step {
 }
 
 /// No step of a packing sequence but the constraint floor adds more than this many content tokens
-/// (ours, not the reference's): a longer memory is admitted at its stored summary, or truncated, and
+/// (a departure from the reference protocol, docs/protocol.md): a longer memory is admitted at its stored summary, or truncated, and
 /// grows by steps of this size, so one large memory never blocks the rest of the sequence and the
 /// prefix rule wastes little budget.
 pub const MAX_STEP_TOKENS: usize = 128;
@@ -259,7 +259,8 @@ fn upgrades(
     // No step beyond the profile's largest budget can ever be taken: stop there, so a memory of
     // megabytes costs no more steps than one that fills the largest pack.
     let ceiling = p.profile.pack_token_budget as usize + MAX_STEP_TOKENS;
-    let mut out = std::collections::VecDeque::new();
+    // Each step with the cost of the item after it, in increasing cost.
+    let mut grown: Vec<(String, Option<&'static str>, usize)> = Vec::new();
     let mut cur = admit.cost;
     let mut shown = m.content_tokens(&admit.content);
     let text_tokens = m.content_tokens(text).min(ceiling + 1);
@@ -274,15 +275,27 @@ fn upgrades(
         };
         let c = m.cost(item, &content, tag, folded);
         // The full text ends the growth even when it costs no more than the step before it (it
-        // replaces summary + partial text); the pack is charged the largest cost on the way.
+        // replaces summary + partial text).
         if c > cur || tag.is_none() {
-            out.push_back(Step { item: idx, content, compressed: tag, cost: c.saturating_sub(cur) });
+            grown.push((content, tag, c));
             cur = cur.max(c);
         }
         if tag.is_none() || cur > ceiling {
             break;
         }
         shown = target;
+    }
+    // A partial step that costs as much as the full text is no step: the full text replaces it, so
+    // an item is never charged more than its full text.
+    if let Some(&(_, None, full)) = grown.last() {
+        let keep = grown.iter().take_while(|g| g.2 < full).count();
+        grown.drain(keep..grown.len() - 1);
+    }
+    let mut out = std::collections::VecDeque::new();
+    let mut cur = admit.cost;
+    for (content, compressed, c) in grown {
+        out.push_back(Step { item: idx, content, compressed, cost: c.saturating_sub(cur) });
+        cur = cur.max(c);
     }
     out
 }
@@ -315,6 +328,15 @@ fn admission(item: &Item, p: &Params<'_>, ladder: bool) -> (String, Option<&'sta
 pub(crate) fn plan(idx: usize, item: &Item, p: &Params<'_>, ladder: bool, folded: &[String]) -> Plan {
     let (content, tag) = admission(item, p, ladder);
     let cost = p.meter.cost(item, &content, tag, folded);
+    // A short text whose rung costs as much as the text itself (its `why.compressed` outweighs what
+    // the rung saves) enters as the text.
+    if tag.is_some() && p.meter.content_tokens(&item.content) <= MAX_STEP_TOKENS {
+        let full = p.meter.cost(item, &item.content, None, folded);
+        if full <= cost {
+            let admit = Step { item: idx, content: item.content.clone(), compressed: None, cost: full };
+            return Plan { upgrades: std::collections::VecDeque::new(), admit };
+        }
+    }
     let admit = Step { item: idx, content, compressed: tag, cost };
     Plan { upgrades: upgrades(idx, item, p, &admit, folded), admit }
 }
@@ -430,14 +452,216 @@ pub const UNSCORED_RELEVANCE: f64 = 0.5;
 
 /// utility = prior[layer] × relevance × (w_rel + w_rec·decay + w_auth·trust).
 ///
-/// **ours**: the reference adds the three terms (w_rel·relevance + w_rec·decay + w_auth·trust), so a
+/// The reference protocol adds the three terms (w_rel·relevance + w_rec·decay + w_auth·trust), so a
 /// fresh or trusted memory that does not match the task outranks an older one that does (with claude's
 /// weights a barely matching memory from yesterday beats the best match from last month). Here
 /// relevance scales recency and authority: among memories that match, newer and more trusted ones win;
-/// a memory that does not match gets little, however new. Items without a score count as
-/// [`UNSCORED_RELEVANCE`].
+/// a memory that does not match gets little, however new (docs/protocol.md, "Where cmp departs from
+/// the reference protocol"). Items without a score count as [`UNSCORED_RELEVANCE`].
 pub fn utility(item: &Item, prior: f64, profile: &Profile) -> f64 {
     let (wr, wc, wa) = profile.weights;
     let r = item.relevance.unwrap_or(UNSCORED_RELEVANCE);
     prior * r * (wr + wc * recency_decay(item.age_days) + wa * item.trust)
+}
+
+/// Helpers for the packers' unit tests: candidates with defaults, and a meter that counts words.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A fact found by full text, relevance 0.5, trust 0.5, no summary.
+    pub fn item(r: &str, content: &str) -> Item {
+        Item {
+            r#ref: r.into(),
+            content: content.into(),
+            summary: None,
+            layer: Layer::Facts,
+            kind: Some("semantic".into()),
+            relevance: Some(0.5),
+            basis: None,
+            retrievers: vec!["fts"],
+            matched_terms: Vec::new(),
+            fused_rank: None,
+            source_url: None,
+            confidence: None,
+            trust: 0.5,
+            occurred_at: None,
+            age_days: 0.0,
+            entities: Vec::new(),
+            conflict: false,
+        }
+    }
+
+    /// `item` in `layer`.
+    pub fn in_layer(r: &str, content: &str, layer: Layer) -> Item {
+        Item { layer, ..item(r, content) }
+    }
+
+    /// `n` distinct words (`w0 w1 …`), prefixed so texts of different items differ.
+    pub fn words(prefix: &str, n: usize) -> String {
+        (0..n).map(|i| format!("{prefix}{i}")).collect::<Vec<_>>().join(" ")
+    }
+
+    /// A token is a whitespace-separated word; an item costs its words plus [`Words::FRAMING`] and
+    /// one per folded ref; no shared units.
+    pub struct Words;
+
+    impl Words {
+        /// Tokens of an item's framing.
+        pub const FRAMING: usize = 3;
+    }
+
+    impl Meter for Words {
+        fn cost(&self, _item: &Item, content: &str, _c: Option<&'static str>, folded: &[String]) -> usize {
+            self.content_tokens(content) + Self::FRAMING + folded.len()
+        }
+        fn content_tokens(&self, content: &str) -> usize {
+            content.split_whitespace().count()
+        }
+        fn cut(&self, content: &str, tokens: usize) -> String {
+            let w: Vec<&str> = content.split_whitespace().collect();
+            if w.len() <= tokens {
+                return content.to_string();
+            }
+            if tokens == 0 {
+                return String::new();
+            }
+            format!("{}…", w[..tokens].join(" "))
+        }
+        fn groups(&self, _item: &Item) -> Vec<(String, usize)> {
+            Vec::new()
+        }
+    }
+
+    /// Parameters for `profile` at `budget`, no reserve, intent Answer.
+    pub fn params(profile: Profile, budget: usize) -> Params<'static> {
+        Params { profile, budget, reserve: 0, intent: Intent::Answer, meter: &Words }
+    }
+
+    /// The refs of a pack, in pack order.
+    pub fn refs(p: &Pack) -> Vec<&str> {
+        p.items.iter().map(|x| x.item.r#ref.as_str()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{item, params, words, Words};
+    use super::*;
+    use crate::profile::{self, GENERIC};
+    use proptest::prelude::*;
+
+    fn step(item: usize, cost: usize) -> Step {
+        Step { item, content: format!("step {item}"), compressed: None, cost }
+    }
+
+    #[test]
+    fn a_prefix_stops_at_the_first_step_that_does_not_fit() {
+        let items: Vec<Item> = (0..3).map(|i| item(&format!("m{i}"), "x")).collect();
+        let fits = take_prefix(&items, &Words, vec![step(0, 3), step(1, 5), step(2, 2)], 8);
+        assert_eq!((fits.order.clone(), fits.used), (vec![0, 1], 8));
+        // The third step would fit after the second is refused, but a prefix never skips.
+        let short = take_prefix(&items, &Words, vec![step(0, 3), step(1, 5), step(2, 2)], 7);
+        assert_eq!((short.order.clone(), short.used), (vec![0], 3));
+        assert!(short.state[2].is_none());
+    }
+
+    #[test]
+    fn an_upgrade_replaces_content_without_a_second_admission() {
+        let items = vec![item("m0", "x")];
+        let up = Step { item: 0, content: "full text".into(), compressed: None, cost: 2 };
+        let head = Step { item: 0, content: "head".into(), compressed: Some("head"), cost: 4 };
+        let p = take_prefix(&items, &Words, vec![head, up], 10);
+        assert_eq!((p.order, p.used), (vec![0], 6));
+        assert_eq!(p.state[0], Some(("full text".to_string(), None)));
+    }
+
+    #[test]
+    fn a_long_text_enters_short_and_grows_to_its_full_text() {
+        let long = item("m0", &words("w", 3 * MAX_STEP_TOKENS));
+        let p = params(GENERIC, 6000);
+        let pl = plan(0, &long, &p, false, &[]);
+        assert_eq!(pl.admit.compressed, Some("truncated"));
+        assert_eq!(Words.content_tokens(&pl.admit.content), MAX_STEP_TOKENS);
+        let mut shown = MAX_STEP_TOKENS;
+        for (n, s) in pl.upgrades.iter().enumerate() {
+            let t = Words.content_tokens(&s.content);
+            assert!(t > shown && t <= shown + MAX_STEP_TOKENS, "step {n} grows by at most one step");
+            shown = t;
+        }
+        let last = pl.upgrades.back().expect("upgrades");
+        assert_eq!((last.content.as_str(), last.compressed), (long.content.as_str(), None));
+    }
+
+    #[test]
+    fn a_short_stored_summary_is_the_admission_of_a_long_text_and_stays_in_front() {
+        let long = Item { summary: Some("the gist".into()), ..item("m0", &words("w", 2 * MAX_STEP_TOKENS)) };
+        let pl = plan(0, &long, &params(GENERIC, 6000), false, &[]);
+        assert_eq!((pl.admit.content.as_str(), pl.admit.compressed), ("the gist", Some("summary")));
+        let growing: Vec<&Step> = pl.upgrades.iter().filter(|s| s.compressed.is_some()).collect();
+        assert!(!growing.is_empty() && growing.iter().all(|s| s.content.starts_with("the gist\n\n")));
+    }
+
+    #[test]
+    fn the_floor_fits_its_room_or_is_refused() {
+        let p = params(GENERIC, 6000);
+        let rule = item("c0", &words("r", 500));
+        let fl = floor_plan(0, &rule, &p, 40, &[]).expect("truncated to fit");
+        assert!(fl.admit.cost <= 40 && fl.admit.compressed == Some("truncated"));
+        assert!(floor_plan(0, &rule, &p, Words::FRAMING, &[]).is_none(), "no room beyond the framing");
+    }
+
+    #[test]
+    fn utility_scales_recency_and_authority_by_relevance() {
+        assert_eq!(recency_decay(0.0), 1.0);
+        assert_eq!(recency_decay(30.0), 0.5);
+        assert_eq!(recency_decay(-5.0), 1.0);
+        let strong = Item { relevance: Some(0.9), age_days: 60.0, ..item("a", "x") };
+        let weak_fresh = Item { relevance: Some(0.1), age_days: 0.0, trust: 1.0, ..item("b", "x") };
+        assert!(utility(&strong, 0.4, &GENERIC) > utility(&weak_fresh, 0.4, &GENERIC));
+        let unscored = Item { relevance: None, ..item("c", "x") };
+        let half = Item { relevance: Some(UNSCORED_RELEVANCE), ..item("c", "x") };
+        assert_eq!(utility(&unscored, 0.4, &GENERIC), utility(&half, 0.4, &GENERIC));
+    }
+
+    #[test]
+    fn every_kind_has_a_layer() {
+        assert_eq!(Layer::of_kind("negative"), Layer::Constraints);
+        assert_eq!(Layer::of_kind("style"), Layer::Identity);
+        assert_eq!(Layer::of_kind("no such kind"), Layer::Facts);
+        let names: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
+        assert_eq!(names.len(), 8);
+        assert!(Layer::ALL.windows(2).all(|w| w[0] < w[1]), "ALL is in envelope order");
+    }
+
+    fn corpus() -> impl Strategy<Value = Vec<Item>> {
+        let layers = prop::sample::select(Layer::ALL.to_vec());
+        prop::collection::vec((1usize..200, 0.0f64..1.0, layers), 1..20).prop_map(|v| {
+            v.into_iter()
+                .enumerate()
+                .map(|(i, (n, rel, layer))| Item {
+                    relevance: Some(rel),
+                    layer,
+                    ..item(&format!("m{i:02}"), &words(&format!("t{i}x"), n))
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Both packers: the pack fits its room, and a larger budget packs a superset of the refs.
+        #[test]
+        fn packs_fit_and_grow_with_the_budget(items in corpus(), b in 10usize..600, extra in 1usize..400, knapsack in any::<bool>()) {
+            let profile = if knapsack { profile::resolve(Some("claude")) } else { GENERIC };
+            let small = pack(items.clone(), params(profile, b));
+            let large = pack(items, params(profile, b + extra));
+            prop_assert!(small.used <= b && small.items_used <= b);
+            let big: std::collections::HashSet<&str> = large.items.iter().map(|p| p.item.r#ref.as_str()).collect();
+            for r in small.items.iter().map(|p| p.item.r#ref.as_str()) {
+                prop_assert!(big.contains(r), "{} packed at {} but not at {}", r, b, b + extra);
+            }
+        }
+    }
 }
