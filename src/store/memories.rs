@@ -113,16 +113,6 @@ pub(super) fn text_or_empty(r: &Row<'_>, i: usize) -> String {
     }
 }
 
-/// Loads memories by id (any scope, any state): callers filter.
-pub fn memory_by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<(Memory, String, bool)>> {
-    conn.query_row(
-        &format!("SELECT {MEMORY_COLS}, m.scope, {REDACTED} FROM cmp_memories m WHERE m.id = ?1"),
-        [id],
-        |r| Ok((memory_from_row(r)?, text_or_empty(r, 14), r.get::<_, i64>(15)? != 0)),
-    )
-    .optional()
-}
-
 /// The memory `id` if the reader may read it as a document: eligible (superseded or not, as the
 /// reader says) and visible.
 pub fn readable(conn: &Connection, r: Reader<'_>, id: &str) -> rusqlite::Result<Option<Memory>> {
@@ -130,11 +120,6 @@ pub fn readable(conn: &Connection, r: Reader<'_>, id: &str) -> rusqlite::Result<
         format!("SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.id = :id AND {} AND {VISIBLE}", r.eligible());
     let mut st = conn.prepare_cached(&sql)?;
     st.query_row(named_params! {":id": id, ":scope": r.scope, ":h": r.h}, memory_from_row).optional()
-}
-
-/// True when a row with this id exists (any scope, any state).
-pub fn exists(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
-    conn.query_row("SELECT EXISTS (SELECT 1 FROM cmp_memories WHERE id = ?1)", [id], |r| r.get(0))
 }
 
 /// The head of a superseded_by chain starting at `id` (at most 16 hops, cycles guarded), if live
@@ -556,18 +541,19 @@ mod tests {
         let conn = db();
         let a = remember(&conn, &new("plan A", None)).expect("a");
         let b = remember(&conn, &new("plan B", Some(&a.id))).expect("b");
-        let (old, scope, redacted) = memory_by_id(&conn, &a.id).expect("read").expect("row");
+        let any = Reader { scope: "s", h: 3_000_000.0, any_version: true };
+        let old = readable(&conn, any, &a.id).expect("read").expect("row");
         assert_eq!(
             (old.superseded_by.as_deref(), old.superseded_at.as_deref()),
             (Some(b.id.as_str()), Some(b.captured_at.as_str()))
         );
-        assert_eq!((scope.as_str(), redacted), ("s", false));
+        assert!(readable(&conn, Reader { any_version: false, ..any }, &a.id).expect("read").is_none(), "superseded");
+        assert!(readable(&conn, Reader { scope: "t", ..any }, &a.id).expect("read").is_none(), "another scope");
         assert!(
             matches!(remember(&conn, &new("plan C", Some(&a.id))), Err(RememberError::AlreadySuperseded(by)) if by == b.id)
         );
         let other = NewMemory { scope: "t", ..new("elsewhere", Some(&b.id)) };
         assert!(matches!(remember(&conn, &other), Err(RememberError::NoSuchMemory)));
-        assert!(!exists(&conn, "mem_missing").expect("exists"));
     }
 
     #[test]

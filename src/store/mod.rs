@@ -12,8 +12,8 @@ pub mod tasks;
 
 pub use eligibility::{Reader, ELIGIBLE, ELIGIBLE_ANY_VERSION, VISIBLE};
 pub use memories::{
-    exists, live_head, memory_by_id, memory_from_row, memory_from_row_at, parse_entities, remember, Kind, Memory,
-    NewMemory, RememberError, Remembered, MEMORY_COLS,
+    live_head, memory_from_row, memory_from_row_at, parse_entities, remember, Kind, Memory, NewMemory, RememberError,
+    Remembered, MEMORY_COLS,
 };
 pub use schema::{init, initialized, meta, unwritable, SCHEMA_SQL, SCHEMA_VERSION};
 pub use sessions::{load_session, put_pin, ref_status, reset_session, save_session, Status};
