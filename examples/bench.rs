@@ -9,7 +9,7 @@
 //! mode (reused when the file already holds the same size, seed and generator version). Then, per
 //! task, interleaved so drift hits floor and subject alike:
 //! - the floor: the raw FTS5 BM25 top-200 query retrieval starts from (the SQL of
-//!   `src/retrieve/fts.rs` over `ELIGIBLE`, same parameters, rows materialised the same way);
+//!   `src/store/memories.rs` over `ELIGIBLE`, same parameters, rows materialised the same way);
 //! - `SELECT count(*) FROM cmp_search(?, ?)`;
 //! - `SELECT cmp_context(?, model, NULL, NULL, ?)` for models NULL, claude, gpt, cursor;
 //! - a session turn: the same call with a session id;
@@ -276,7 +276,7 @@ fn insert_rates(a: &Args, db: &Path) -> Res<(usize, f64, f64, f64)> {
 
 // -------------------------------------------------------------------------------- measurements
 
-/// The BM25 floor: the query retrieval starts from (src/retrieve/fts.rs `sql(ELIGIBLE)`), run with
+/// The BM25 floor: the query retrieval starts from (src/store/memories.rs `fts_sql(ELIGIBLE)`), run with
 /// the same parameters and rows materialised by the same reader.
 fn floor_sql() -> String {
     format!(
@@ -285,7 +285,7 @@ fn floor_sql() -> String {
          WHERE cmp_memories_fts MATCH :q AND {eligible}
          ORDER BY score, m.rid LIMIT :n",
         cols = cmp::store::MEMORY_COLS,
-        eligible = cmp::retrieve::ELIGIBLE
+        eligible = cmp::store::ELIGIBLE
     )
 }
 
@@ -293,8 +293,8 @@ fn vector_floor_sql() -> String {
     format!(
         "SELECT m.rid, m.embedding FROM cmp_memories AS m
          WHERE m.embedding IS NOT NULL AND {} AND {}",
-        cmp::retrieve::ELIGIBLE,
-        cmp::retrieve::VISIBLE
+        cmp::store::ELIGIBLE,
+        cmp::store::VISIBLE
     )
 }
 

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::options::Options;
 use crate::pack::{self, intent, Item, Layer, Pack};
 use crate::profile::{self, Profile};
-use crate::retrieve::{self, Candidate, Query};
+use crate::retrieve::{self, Basis, Candidate, Query};
 use crate::tokens::Counter;
 use crate::{text, time};
 use rusqlite::Connection;
@@ -67,22 +67,10 @@ fn age_days(when: Option<&str>, now: f64) -> f64 {
 
 /// Open tasks of the scope as open_loops candidates: tasks sharing words with the task first.
 fn open_loops(conn: &Connection, scope: &str, terms: &[String], now: f64) -> Result<Vec<Item>> {
-    let mut st = conn.prepare_cached(
-        "SELECT id, title, due_at, entities FROM cmp_tasks
-             WHERE scope = ?1 AND status = 'open' AND id IS NOT NULL
-             ORDER BY due_at IS NULL, due_at, id LIMIT ?2",
-    )?;
-    let rows = st.query_map(rusqlite::params![scope, MAX_OPEN_TASKS as i64], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, Option<String>>(1)?,
-            r.get::<_, Option<String>>(2)?,
-            r.get::<_, Option<String>>(3)?,
-        ))
-    })?;
+    let tasks = crate::store::tasks::open(conn, scope, MAX_OPEN_TASKS)?;
     let mut items = Vec::new();
-    for row in rows {
-        let (id, title, due, ents) = row?;
+    for t in tasks {
+        let (id, title, due, ents) = (t.id, t.title, t.due_at, t.entities);
         let title = title.unwrap_or_default();
         let mut matched: Vec<String> = Vec::new();
         for w in text::words(&title) {
@@ -127,8 +115,8 @@ pub fn item_from_candidate(c: Candidate, now: f64) -> Item {
         kind: Some(m.kind),
         summary: m.summary,
         relevance: c.relevance,
-        basis: c.basis,
-        retrievers: c.retrievers,
+        basis: c.basis.map(Basis::name),
+        retrievers: c.retrievers.iter().map(|r| r.name()).collect(),
         matched_terms: c.matched_terms,
         fused_rank: c.fused_rank,
         source_url: m.source_url,

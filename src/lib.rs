@@ -19,11 +19,13 @@ pub mod context;
 pub mod cursor;
 pub mod envelope;
 pub mod error;
+pub mod expand;
 pub mod functions;
 pub mod mql;
 pub mod options;
 pub mod pack;
 pub mod profile;
+pub mod query;
 pub mod retrieve;
 pub mod session;
 pub mod store;
@@ -79,7 +81,7 @@ pub fn function_names() -> Vec<&'static str> {
 
 /// Registers every cmp function on `conn`. Fails with a clear message when this SQLite lacks FTS5.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
-    if !functions::admin::has_fts5(conn) {
+    if !store::schema::has_fts5(conn) {
         let why = "this SQLite was built without FTS5, which cmp needs; use a build with SQLITE_ENABLE_FTS5";
         return Err(error::Error::Unsupported(why.into()).in_function("cmp").into());
     }

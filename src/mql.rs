@@ -9,7 +9,7 @@ use crate::time::{self, Epoch};
 use serde_json::{json, Map, Value};
 
 /// Memory kinds `layers` may list.
-pub const KINDS: [&str; 7] = ["semantic", "episodic", "style", "decision", "preference", "negative", "procedural"];
+pub const KINDS: [&str; 7] = crate::store::Kind::NAMES;
 /// Longest ask/find text.
 pub const MAX_QUERY_CHARS: usize = 500;
 /// Most entities.

@@ -1,6 +1,7 @@
 //! The per-session working_memory delta channel (docs/protocol.md, "Sessions"): what changed
-//! versus what this session was already served. Pure: the caller loads the state, the facts about
-//! known refs, and stores the result.
+//! versus what this session was already served. [`advance`] and [`worst_delta`] are pure;
+//! [`run_turn`] reads the state and the facts about known refs through the store, and stores the
+//! next state with compare-and-swap.
 //!
 //! Invariants (property-tested): **no leak** — `new` holds only refs served in this pack; `evicted`
 //! and `superseded` hold only refs this session was already given; **no resend** — a known ref is
@@ -10,6 +11,9 @@
 //! protocol, cap drops and unreadable refs are reported in `evicted`, so a consumer's mirror of the
 //! working set stays exact.
 
+use crate::error::{Error, Result};
+use crate::store;
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -54,16 +58,8 @@ pub struct State {
     pub legend: Option<String>,
 }
 
-/// What a known ref is now.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Status {
-    /// Readable and current.
-    Live,
-    /// Superseded; the live head of its chain, if any.
-    Superseded(Option<String>),
-    /// Deleted, redacted or in another scope.
-    Gone,
-}
+/// What a known ref is now (read by [`crate::store::ref_status`]).
+pub use crate::store::Status;
 
 /// The delta of one turn.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -223,6 +219,60 @@ fn next_centroid(past: &BTreeMap<String, f64>, terms: &[String]) -> BTreeMap<Str
         centroid = v.into_iter().collect();
     }
     centroid
+}
+
+/// Attempts before a session turn gives up on concurrent writers.
+pub const SESSION_RETRIES: usize = 64;
+
+/// A session as read at the start of a turn.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The stored state text (None: the session starts now).
+    pub stored: Option<String>,
+    /// The state.
+    pub state: State,
+    /// What each known ref is now.
+    pub status: HashMap<String, Status>,
+}
+
+/// Reads session `sid` of `scope` at horizon `h` (a Julian day): its state and what each ref it
+/// holds is now.
+pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64) -> Result<Turn> {
+    let stored = store::load_session(conn, sid, scope)?;
+    let state: State = match &stored {
+        Some(s) => serde_json::from_str(s).map_err(|e| {
+            Error::Session(format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
+        })?,
+        None => State::default(),
+    };
+    let known: Vec<String> = state.known.keys().cloned().collect();
+    let status = store::ref_status(conn, &known, scope, h)?;
+    Ok(Turn { stored, state, status })
+}
+
+/// Runs one turn of session `sid`: `attempt` renders an output for the turn as read and returns it
+/// with the next state, which is stored (at time `at`) only if no other turn advanced the session
+/// since it was read (compare-and-swap on the cursor); otherwise the turn is read again and retried,
+/// at most [`SESSION_RETRIES`] times.
+pub fn run_turn<T>(
+    conn: &Connection,
+    sid: &str,
+    scope: &str,
+    h: f64,
+    at: &str,
+    mut attempt: impl FnMut(&Turn) -> Result<(T, State)>,
+) -> Result<T> {
+    for _ in 0..SESSION_RETRIES {
+        let turn = load_turn(conn, sid, scope, h)?;
+        let (out, next) = attempt(&turn)?;
+        let text = serde_json::to_string(&next).map_err(|e| Error::Internal(e.to_string()))?;
+        let expected = turn.stored.as_ref().map(|_| turn.state.cursor);
+        let saved = store::save_session(conn, sid, scope, expected, next.turn, next.cursor, &text, at)?;
+        if saved {
+            return Ok(out);
+        }
+    }
+    Err(Error::Session(format!("session {sid:?} is busy: concurrent turns kept winning; retry")))
 }
 
 #[cfg(test)]

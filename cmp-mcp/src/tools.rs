@@ -5,8 +5,9 @@
 //! entry point: the MCP server (stdio and HTTP) and the plain HTTP routes all call it.
 
 use crate::db::Db;
+use cmp::store::{self, Kind as MemoryKind, NewMemory, RememberError};
 use rusqlite::types::Value as Sql;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 use serde_json::{json, Map, Value};
 use std::time::Instant;
 
@@ -123,7 +124,7 @@ pub struct Def {
     pub read_only: bool,
 }
 
-const KINDS: [&str; 7] = ["semantic", "episodic", "style", "decision", "preference", "negative", "procedural"];
+const KINDS: [&str; 7] = cmp::store::Kind::NAMES;
 
 const GET_CONTEXT: &str = "\
 Get a cited, budget-calibrated memory pack for the task at hand. Call it at the start of a task and again \
@@ -421,17 +422,14 @@ fn expand(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcom
     text_of(conn, "SELECT cmp_expand(?1, ?2, ?3)", params![r, direction, options])
 }
 
-/// The current time as SQLite writes `captured_at`.
-const NOW_SQL: &str = "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
-
 fn remember(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcome {
     let tool = "remember";
     check_keys(tool, args, &["content", "kind", "entities", "source_url", "occurred_at", "supersedes"])?;
     let content = req_str(tool, args, "content")?;
-    let kind = opt_str(tool, args, "kind")?.unwrap_or("semantic");
-    if !KINDS.contains(&kind) {
-        return Err(format!("{tool}: kind must be one of {}, got {kind:?}", KINDS.join(", ")).into());
-    }
+    let kind_name = opt_str(tool, args, "kind")?.unwrap_or("semantic");
+    let Some(kind) = MemoryKind::parse(kind_name) else {
+        return Err(format!("{tool}: kind must be one of {}, got {kind_name:?}", KINDS.join(", ")).into());
+    };
     let entities = match args.get("entities") {
         None | Some(Value::Null) => None,
         Some(Value::Array(a)) => {
@@ -459,45 +457,27 @@ fn remember(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outc
     }
     let supersedes = opt_str(tool, args, "supersedes")?;
 
-    let tx = conn.transaction().map_err(|e| format!("{tool}: {e}"))?;
-    let now: String = tx.query_row(NOW_SQL, [], |r| r.get(0)).map_err(|e| format!("{tool}: {e}"))?;
-    if let Some(old) = supersedes {
-        // A redacted row is treated as absent: its id must never be confirmed.
-        let head: Option<Option<String>> = tx
-            .query_row(
-                "SELECT superseded_by FROM cmp_memories WHERE id = ?1 AND scope = ?2 AND coalesce(redacted, 0) = 0",
-                params![old, ctx.scope],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| format!("{tool}: {e}"))?;
-        match head {
-            None => return Err(format!("{tool}: supersedes: no memory {old:?} in this scope").into()),
-            Some(Some(by)) => {
-                return Err(
-                    format!("{tool}: supersedes: {old} is already superseded by {by}; supersede {by} instead").into()
-                )
-            }
-            Some(None) => {}
+    let new = NewMemory {
+        content,
+        kind,
+        entities: entities.as_deref(),
+        source_url,
+        occurred_at,
+        scope: &ctx.scope,
+        supersedes,
+    };
+    let stored = store::remember(conn, &new).map_err(|e| match e {
+        RememberError::NoSuchMemory => {
+            format!("{tool}: supersedes: no memory {:?} in this scope", supersedes.unwrap_or_default())
         }
-    }
-    let id: String = tx
-        .query_row(
-            "INSERT INTO cmp_memories(content, kind, entities, source_url, occurred_at, captured_at, scope)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
-            params![content, kind, entities, source_url, occurred_at, now, ctx.scope],
-            |r| r.get(0),
-        )
-        .map_err(|e| format!("{tool}: {e}"))?;
-    if let Some(old) = supersedes {
-        tx.execute(
-            "UPDATE cmp_memories SET superseded_by = ?1, superseded_at = ?2 WHERE id = ?3 AND scope = ?4",
-            params![id, now, old, ctx.scope],
-        )
-        .map_err(|e| format!("{tool}: {e}"))?;
-    }
-    tx.commit().map_err(|e| format!("{tool}: {e}"))?;
-    Ok(json!({"id": id, "kind": kind, "captured_at": now, "supersedes": supersedes}).to_string())
+        RememberError::AlreadySuperseded(by) => format!(
+            "{tool}: supersedes: {} is already superseded by {by}; supersede {by} instead",
+            supersedes.unwrap_or_default()
+        ),
+        RememberError::Sql(e) => format!("{tool}: {e}"),
+    })?;
+    Ok(json!({"id": stored.id, "kind": kind.name(), "captured_at": stored.captured_at, "supersedes": supersedes})
+        .to_string())
 }
 
 /// The first ~80 characters of a text, cut at a word boundary when one is near.

@@ -21,25 +21,14 @@ pub fn version(_ctx: &Context<'_>) -> Result<String> {
     Ok(VERSION.to_string())
 }
 
-/// True when this SQLite has FTS5.
-pub fn has_fts5(conn: &rusqlite::Connection) -> bool {
-    conn.query_row("SELECT sqlite_compileoption_used('ENABLE_FTS5')", [], |r| r.get::<_, i64>(0))
-        .map(|v| v == 1)
-        .unwrap_or(false)
-        || conn
-            .query_row("SELECT count(*) FROM pragma_module_list WHERE name = 'fts5'", [], |r| r.get::<_, i64>(0))
-            .map(|v| v > 0)
-            .unwrap_or(false)
-}
-
 /// `cmp_debug()`: version, commit, the SQLite it runs on, FTS5 presence, schema version.
 pub fn debug(ctx: &Context<'_>) -> Result<String> {
     let conn = unsafe { ctx.get_connection() }?;
-    let sqlite: String = conn.query_row("SELECT sqlite_version()", [], |r| r.get(0))?;
+    let sqlite = store::schema::sqlite_version(&conn)?;
     let schema = store::meta(&conn, "schema_version");
     Ok(format!(
         "cmp {VERSION}\ncommit {GIT_COMMIT}\nsqlite {sqlite}\nfts5 {}\nschema {}",
-        if has_fts5(&conn) { "yes" } else { "no" },
+        if store::schema::has_fts5(&conn) { "yes" } else { "no" },
         schema.as_deref().unwrap_or("none (run SELECT cmp_init())")
     ))
 }

@@ -6,8 +6,8 @@ use super::table::TableFn;
 use crate::context::{self, Gathered, Request};
 use crate::envelope::{self, Legend, Parts};
 use crate::error::{Error, Result};
-use crate::options::{self, Format, Options, Send};
-use crate::session::{self, State};
+use crate::options::{self, Format, Send};
+use crate::session::{self, State, Turn};
 use crate::{store, time};
 use rusqlite::functions::Context;
 use rusqlite::types::{Value as SqlValue, ValueRef};
@@ -35,33 +35,9 @@ pub fn session_id(s: Option<String>) -> Result<Option<String>> {
     }
 }
 
-/// Attempts before a session turn gives up on concurrent writers.
-pub const SESSION_RETRIES: usize = 64;
-
 /// Rounds of packing smaller when an output came out over its budget (only a session delta that
 /// grew between the reserve and the turn, or the 512 cap, can cause one).
 const FIT_ROUNDS: usize = 4;
-
-/// A session as read at the start of a turn.
-struct Turn {
-    /// The stored state text (None: the session starts now).
-    stored: Option<String>,
-    state: State,
-    status: std::collections::HashMap<String, session::Status>,
-}
-
-fn load_turn(conn: &Connection, sid: &str, o: &Options) -> Result<Turn> {
-    let stored = store::load_session(conn, sid, &o.scope)?;
-    let state: State = match &stored {
-        Some(s) => serde_json::from_str(s).map_err(|e| {
-            Error::Session(format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
-        })?,
-        None => State::default(),
-    };
-    let known: Vec<String> = state.known.keys().cloned().collect();
-    let status = store::ref_status(conn, &known, &o.scope, time::julian(o.horizon()))?;
-    Ok(Turn { stored, state, status })
-}
 
 /// One rendering of a pack that fits the budget, with the session delta it implies.
 struct Fitted {
@@ -176,11 +152,11 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
         return Ok(fitted.text);
     };
     let legend_id = envelope::legend_id(kind);
-    for _ in 0..SESSION_RETRIES {
-        let turn = load_turn(conn, sid, o)?;
+    let h = time::julian(o.horizon());
+    session::run_turn(conn, sid, &o.scope, h, &time::format(o.now), |turn| {
         let legend = if turn.state.legend.as_deref() == Some(legend_id.as_str()) { Legend::Held } else { kind };
         let layout = context::layout(o, g.counter, true, legend);
-        let fitted = fit(conn, req, g, &layout, Some(&turn), Some(sid))?;
+        let fitted = fit(conn, req, g, &layout, Some(turn), Some(sid))?;
         // The pin first: it is idempotent (the same sha always stores the same bytes), so when the
         // session turn fails after it, nothing observable is half-done; the session turn is the last write.
         pin(conn, req, &fitted)?;
@@ -188,15 +164,8 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
         if o.format == Format::Smp {
             next.legend = Some(legend_id.clone());
         }
-        let text = serde_json::to_string(&next).map_err(|e| Error::Internal(e.to_string()))?;
-        let expected = turn.stored.as_ref().map(|_| turn.state.cursor);
-        let saved =
-            store::save_session(conn, sid, &o.scope, expected, next.turn, next.cursor, &text, &time::format(o.now))?;
-        if saved {
-            return Ok(fitted.text);
-        }
-    }
-    Err(Error::Session(format!("session {sid:?} is busy: concurrent turns kept winning; retry")))
+        Ok((fitted.text, next))
+    })
 }
 
 /// Stores the pin of a pack when the call asked for one.

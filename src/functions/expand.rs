@@ -1,150 +1,15 @@
-//! `cmp_expand(ref [, direction [, options]])`: document, neighbors, more.
+//! `cmp_expand(ref [, direction [, options]])`: parses the arguments, checks a cursor's scope and
+//! calls [`crate::expand`] (document, neighbors) or resumes the cursor (more).
 
 use super::args;
-use super::query::{resume, whole};
-use crate::context::{self, Request};
 use crate::cursor;
-use crate::envelope::memory_object;
 use crate::error::{Error, Result};
-use crate::options::{self, Options};
-use crate::pack::{Item, Layer};
-use crate::retrieve::{Query, ELIGIBLE, VISIBLE};
-use crate::store::{self, memory_from_row, MEMORY_COLS};
-use crate::time;
-use rusqlite::{named_params, Connection, OptionalExtension};
-use serde_json::{json, Value};
+use crate::expand::{document, neighbors, pack_page};
+use crate::options;
+use crate::query::resume;
 
 /// Options `cmp_expand` accepts.
 pub const OPTIONS: &[&str] = &["scope", "now"];
-/// Neighbours listed per entity, and items per pack page.
-pub const PAGE: usize = 8;
-
-fn readable(conn: &Connection, id: &str, o: &Options) -> rusqlite::Result<Option<store::Memory>> {
-    Ok(store::memory_by_id(conn, id)?.and_then(|(m, scope, redacted)| {
-        let visible = time::parse(&m.captured_at).is_none_or(|t| t <= o.now);
-        (scope == o.scope && !redacted && visible).then_some(m)
-    }))
-}
-
-fn document(conn: &Connection, r: &str, o: &Options) -> Result<Value> {
-    if let Some(m) = readable(conn, r, o)? {
-        // Never reveal the id of a replacement the caller could not read.
-        let superseded_by = match &m.superseded_by {
-            Some(s) => readable(conn, s, o)?.map(|x| x.id),
-            None => None,
-        };
-        let doc = json!({
-            "ref": m.id, "content": m.content, "summary": m.summary, "kind": m.kind,
-            "layer": Layer::of_kind(&m.kind).name(), "occurred_at": m.occurred_at, "captured_at": m.captured_at,
-            "source_url": m.source_url, "confidence": m.confidence, "trust": m.trust, "entities": m.entities,
-            "superseded_by": superseded_by, "superseded_at": if superseded_by.is_some() { m.superseded_at } else { None },
-            "conflict": m.conflict,
-        });
-        return Ok(json!({"ref": r, "direction": "document", "found": true, "document": doc}));
-    }
-    let task = conn
-        .query_row(
-            "SELECT id, title, status, due_at, entities FROM cmp_tasks WHERE id = ?1 AND scope = ?2",
-            rusqlite::params![r, o.scope],
-            |x| {
-                Ok(json!({"ref": x.get::<_, String>(0)?, "title": x.get::<_, Option<String>>(1)?, "status": x.get::<_, Option<String>>(2)?,
-                    "due_at": x.get::<_, Option<String>>(3)?,
-                    "entities": x.get::<_, Option<String>>(4)?.as_deref().map(store::parse_entities).unwrap_or_default()}))
-            },
-        )
-        .optional()?;
-    let found = task.is_some();
-    Ok(json!({"ref": r, "direction": "document", "found": found, "document": task}))
-}
-
-fn neighbors(conn: &Connection, r: &str, o: &Options) -> Result<Value> {
-    let Some(m) = readable(conn, r, o)? else {
-        return Ok(json!({"ref": r, "direction": "neighbors", "found": false, "neighbors": []}));
-    };
-    let q = Query::new("", &o.scope, o.now);
-    let mut ents = conn.prepare_cached(
-        "SELECT e.id, e.name FROM cmp_memory_entities AS l JOIN cmp_entities AS e ON e.id = l.entity_id
-             WHERE l.rid = ?1 ORDER BY e.name",
-    )?;
-    let ents: Vec<(i64, String)> =
-        ents.query_map([m.rid], |x| Ok((x.get(0)?, x.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
-    let sql = format!(
-        "SELECT {MEMORY_COLS} FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
-         WHERE l.entity_id = :e AND m.rid <> :rid AND {ELIGIBLE} AND {VISIBLE}
-         ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n"
-    );
-    let mut st = conn.prepare_cached(&sql)?;
-    let mut out = Vec::new();
-    for (eid, name) in ents {
-        let rows = st.query_map(
-            named_params! {":e": eid, ":rid": m.rid, ":scope": q.scope, ":h": q.horizon_jd, ":n": PAGE as i64},
-            memory_from_row,
-        )?;
-        let mut items = Vec::new();
-        for x in rows {
-            let mem = x?;
-            let c = crate::retrieve::Candidate {
-                mem,
-                relevance: None,
-                basis: None,
-                retrievers: vec!["entity"],
-                matched_terms: Vec::new(),
-                fused_rank: None,
-                entity_only: false,
-            };
-            items.push(memory_object(&whole(context::item_from_candidate(c, o.now))));
-        }
-        if !items.is_empty() {
-            out.push(json!({"entity": name, "items": items}));
-        }
-    }
-    Ok(json!({"ref": r, "direction": "neighbors", "found": true, "neighbors": out}))
-}
-
-fn pack_page(conn: &Connection, p: &Value, o: &Options) -> Result<Value> {
-    let bad = || Error::Cursor("cursor is invalid: it carries no pack parameters".into());
-    let task = p["task"].as_str().ok_or_else(bad)?;
-    let model = p["model"].as_str();
-    let budget = p["budget"].as_i64().ok_or_else(bad)?;
-    let offset = p["offset"].as_u64().ok_or_else(bad)? as usize;
-    let scope = p["scope"].as_str().ok_or_else(bad)?.to_string();
-    if scope != o.scope {
-        return Err(Error::Cursor("cursor was issued for another scope".into()));
-    }
-    let qe: Option<Vec<f32>> = match &p["query_embedding"] {
-        Value::Array(a) => Some(a.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect()),
-        _ => None,
-    };
-    let opts = Options {
-        now: p["now"].as_f64().ok_or_else(bad)?,
-        now_given: true,
-        as_of: p["as_of"].as_f64(),
-        scope,
-        query_embedding: qe,
-        ..Options::default()
-    };
-    let req = Request { task, model, budget: Some(budget), options: &opts };
-    let built = context::build(conn, &req)?;
-    let excluded: Vec<Item> = built.pack.excluded;
-    let end = (offset + PAGE).min(excluded.len());
-    let items: Vec<Value> = excluded
-        .iter()
-        .skip(offset)
-        .take(end.saturating_sub(offset))
-        .cloned()
-        .map(|i| memory_object(&whole(i)))
-        .collect();
-    let has_more = end < excluded.len();
-    let cursor = if has_more {
-        let mut next = p.clone();
-        next["offset"] = json!(end);
-        Some(cursor::sign(conn, cursor::PACK_PREFIX, &next)?)
-    } else {
-        None
-    };
-    Ok(json!({"mode": "pack", "items": items, "count": items.len(), "offset": offset,
-        "coverage": {"excluded": excluded.len(), "returned": items.len(), "has_more": has_more}, "cursor": cursor}))
-}
 
 /// `cmp_expand(ref [, direction [, options]])`.
 pub fn expand(ctx: &rusqlite::functions::Context<'_>) -> Result<String> {

@@ -39,14 +39,15 @@ impl TableFn for Search {
         Ok(r.candidates
             .into_iter()
             .map(|c| {
+                let retrievers: Vec<&str> = c.retrievers.iter().map(|r| r.name()).collect();
                 let why =
-                    json!({"retrievers": c.retrievers, "matched_terms": c.matched_terms, "fused_rank": c.fused_rank});
+                    json!({"retrievers": retrievers, "matched_terms": c.matched_terms, "fused_rank": c.fused_rank});
                 vec![
                     Value::Text(c.mem.id),
                     Value::Text(c.mem.content),
                     Value::Text(c.mem.kind),
                     c.relevance.map_or(Value::Null, Value::Real),
-                    c.basis.map_or(Value::Null, |b| Value::Text(b.into())),
+                    c.basis.map_or(Value::Null, |b| Value::Text(b.name().into())),
                     Value::Text(why.to_string()),
                     c.fused_rank.map_or(Value::Null, |r| Value::Integer(r as i64)),
                     Value::Text(c.mem.occurred_at.unwrap_or(c.mem.captured_at)),

@@ -66,13 +66,14 @@ impl Layer {
 
     /// Pack layer of a memory kind (docs/protocol.md, "Items"); unknown kinds read as facts.
     pub fn of_kind(kind: &str) -> Layer {
-        match kind {
-            "negative" => Layer::Constraints,
-            "decision" => Layer::Decisions,
-            "procedural" => Layer::Procedures,
-            "preference" | "style" => Layer::Identity,
-            "episodic" => Layer::Recency,
-            _ => Layer::Facts,
+        use crate::store::Kind;
+        match Kind::parse(kind) {
+            Some(Kind::Negative) => Layer::Constraints,
+            Some(Kind::Decision) => Layer::Decisions,
+            Some(Kind::Procedural) => Layer::Procedures,
+            Some(Kind::Preference | Kind::Style) => Layer::Identity,
+            Some(Kind::Episodic) => Layer::Recency,
+            Some(Kind::Semantic) | None => Layer::Facts,
         }
     }
 }

@@ -1,13 +1,76 @@
 //! Entity retrieval: entity names found in the task (an fst gazetteer over `cmp_entities`, rebuilt
-//! only when the entity set changed) → the memories linked to them.
+//! only when the entity set changed) → the memories linked to them (SQL in [`crate::store::entities`]).
 
-use super::{Query, VISIBLE};
-use crate::store::{memory_from_row, Memory, MEMORY_COLS};
+use super::pool::{Pool, Ranking};
+use super::Query;
+use crate::store::{entities, schema};
 use crate::text;
 use fst::raw::Fst;
-use rusqlite::{named_params, Connection};
-use std::collections::HashMap;
+use rusqlite::Connection;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// What the entity retriever found.
+#[derive(Debug, Default)]
+pub struct Entities {
+    /// Memories linked to the task's entities, best first.
+    pub ranking: Ranking,
+    /// Entity names recognised in the task, in order of first mention.
+    pub names: Vec<String>,
+}
+
+/// The entity ranking: memories linked to a selective entity named in the task, then (re-ranked, not
+/// admitted) the full-text matches `fts` that name a common one. `task` is the task's hashing
+/// embedding.
+pub fn rank(
+    conn: &Connection,
+    q: &Query<'_>,
+    fts: &[usize],
+    task: &[f32],
+    pool: &mut Pool,
+) -> rusqlite::Result<Entities> {
+    let gz = gazetteer(conn)?;
+    let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
+    let (selective, common) = split_common(conn, &entity_ids)?;
+    let mut ranking = linked_ranking(conn, q, &selective, task, pool)?;
+    if !common.is_empty() {
+        // Common entities only re-rank: the memories full-text search found that name one of them
+        // follow, in their full-text order.
+        let rids: Vec<i64> = fts.iter().map(|&i| pool.mems[i].rid).collect();
+        let named = entities::linked(conn, &common, &rids)?;
+        let have: HashSet<usize> = ranking.iter().copied().collect();
+        for &i in fts {
+            if named.contains(&pool.mems[i].rid) && !have.contains(&i) {
+                ranking.push(i);
+            }
+        }
+    }
+    Ok(Entities { ranking, names })
+}
+
+/// The memories linked to `entity_ids`: more task entities first, then closeness to the task text
+/// (hashing embedder), then newest. A bare link says little; the text says which link matters.
+fn linked_ranking(
+    conn: &Connection,
+    q: &Query<'_>,
+    entity_ids: &[i64],
+    task: &[f32],
+    pool: &mut Pool,
+) -> rusqlite::Result<Ranking> {
+    let rows = entities::memories_linked(conn, q.reader(), entity_ids, ENTITY_LIMIT)?;
+    let mut scored: Vec<(i64, f32, usize)> = Vec::with_capacity(rows.len());
+    for (m, hits) in rows {
+        let i = pool.add(m);
+        scored.push((hits, pool.cosine(i, task), i));
+    }
+    scored.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(b.1.total_cmp(&a.1))
+            .then_with(|| pool.when(b.2).cmp(pool.when(a.2)))
+            .then_with(|| pool.id(a.2).cmp(pool.id(b.2)))
+    });
+    Ok(scored.into_iter().map(|s| s.2).collect())
+}
 
 /// Most memories one task's entities can bring in.
 pub const ENTITY_LIMIT: usize = 200;
@@ -123,12 +186,7 @@ fn cache() -> &'static Cache {
 
 /// The gazetteer of this database, rebuilt only when `cmp_meta.entity_gen` moved.
 pub fn gazetteer(conn: &Connection) -> rusqlite::Result<Arc<Gazetteer>> {
-    let (db_id, gen): (String, i64) = conn.query_row(
-        "SELECT (SELECT value FROM cmp_meta WHERE key = 'db_id'),
-                (SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'entity_gen')",
-        [],
-        |r| Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
-    )?;
+    let (db_id, gen) = schema::entity_generation(conn)?;
     // A copy of a database (VACUUM INTO, file copy) shares db_id; the path tells the copies apart.
     let key = format!("{db_id}\u{0}{}", conn.path().unwrap_or(""));
     if let Ok(c) = cache().lock() {
@@ -138,10 +196,7 @@ pub fn gazetteer(conn: &Connection) -> rusqlite::Result<Arc<Gazetteer>> {
             }
         }
     }
-    let mut st = conn.prepare_cached("SELECT id, name FROM cmp_entities")?;
-    let pairs: Vec<(i64, String)> =
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
-    let gz = Arc::new(Gazetteer::build(pairs));
+    let gz = Arc::new(Gazetteer::build(entities::all(conn)?));
     if let Ok(mut c) = cache().lock() {
         if c.len() > 64 {
             c.clear();
@@ -157,17 +212,14 @@ pub fn split_common(conn: &Connection, entity_ids: &[i64]) -> rusqlite::Result<(
     if entity_ids.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let n: i64 = conn.query_row("SELECT coalesce(max(rid), 0) FROM cmp_memories", [], |r| r.get(0))?;
+    let n = entities::max_rid(conn)?;
     // More links than the retriever returns also makes an entity common: it could only ever admit an
     // arbitrary (newest) slice of its memories, and scanning them all would cost as much as the
     // full-text search itself.
     let threshold = COMMON_MIN_LINKS.max(((COMMON_SHARE * n as f64) as i64).min(ENTITY_LIMIT as i64));
-    let mut st =
-        conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM cmp_memory_entities WHERE entity_id = ?1 LIMIT ?2)")?;
     let (mut selective, mut common) = (Vec::new(), Vec::new());
     for &e in entity_ids {
-        let links: i64 = st.query_row(rusqlite::params![e, threshold + 1], |r| r.get(0))?;
-        if links > threshold {
+        if entities::links_up_to(conn, e, threshold + 1)? > threshold {
             common.push(e);
         } else {
             selective.push(e);
@@ -176,47 +228,25 @@ pub fn split_common(conn: &Connection, entity_ids: &[i64]) -> rusqlite::Result<(
     Ok((selective, common))
 }
 
-/// Of the memories `rids`, those linked to any of `entity_ids`.
-pub fn linked(conn: &Connection, entity_ids: &[i64], rids: &[i64]) -> rusqlite::Result<std::collections::HashSet<i64>> {
-    if entity_ids.is_empty() || rids.is_empty() {
-        return Ok(Default::default());
-    }
-    let mut st = conn.prepare_cached(
-        "SELECT DISTINCT rid FROM cmp_memory_entities
-         WHERE entity_id IN (SELECT value FROM json_each(?1)) AND rid IN (SELECT value FROM json_each(?2))",
-    )?;
-    let e = serde_json::to_string(entity_ids).unwrap_or_else(|_| "[]".into());
-    let r = serde_json::to_string(rids).unwrap_or_else(|_| "[]".into());
-    let rows = st.query_map([e, r], |x| x.get(0))?;
-    rows.collect()
-}
-
-/// Memories linked to any of `entity_ids`, most links first, then newest.
-pub fn search(conn: &Connection, q: &Query<'_>, entity_ids: &[i64]) -> rusqlite::Result<Vec<(Memory, i64)>> {
-    if entity_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids = serde_json::to_string(entity_ids).unwrap_or_else(|_| "[]".into());
-    let eligible = q.eligible();
-    let sql = format!(
-        "SELECT {MEMORY_COLS}, count(*) AS hits
-         FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
-         WHERE l.entity_id IN (SELECT value FROM json_each(:ids))
-           AND {eligible} AND {VISIBLE}
-         GROUP BY m.rid
-         ORDER BY hits DESC, coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n"
-    );
-    let mut st = conn.prepare_cached(&sql)?;
-    let rows = st.query_map(
-        named_params! {":ids": ids, ":scope": q.scope, ":h": q.horizon_jd, ":n": ENTITY_LIMIT as i64},
-        |r| Ok((memory_from_row(r)?, r.get::<_, i64>(14)?)),
-    )?;
-    rows.collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieve::testdb::{add, ids, open, query};
+
+    #[test]
+    fn ranks_memories_linked_to_named_entities() {
+        let conn = open();
+        add(&conn, "mem_1", "kickoff meeting", "2026-05-01T00:00:00Z", "semantic", r#"["Dana Scully"]"#);
+        add(&conn, "mem_2", "Dana and Fox met", "2026-05-02T00:00:00Z", "semantic", r#"["Dana Scully", "Fox"]"#);
+        add(&conn, "mem_3", "unrelated", "2026-05-03T00:00:00Z", "semantic", r#"["Walter"]"#);
+        let q = query("what did dana scully and fox decide?");
+        let mut pool = Pool::default();
+        let e = rank(&conn, &q, &[], &super::super::vector::hash_embed(q.task), &mut pool).expect("rank");
+        assert_eq!(e.names, ["Dana Scully", "Fox"]);
+        assert_eq!(ids(&pool, &e.ranking), ["mem_2", "mem_1"], "more task entities first");
+        let e = rank(&conn, &query("nobody"), &[], &[], &mut Pool::default()).expect("rank");
+        assert!(e.ranking.is_empty() && e.names.is_empty());
+    }
 
     #[test]
     fn finds_multiword_longest_names() {

@@ -3,11 +3,75 @@
 //! `NEAR`, `*`, parentheses, colons and column filters in a task are plain words.
 //!
 //! Text in scripts written without spaces is searched in the character-pair index
-//! (`cmp_memories_ngram`) with the task's character pairs, quoted the same way.
+//! (`cmp_memories_ngram`) with the task's character pairs, quoted the same way. The SQL is in
+//! [`crate::store::memories`].
 
-use super::Query;
-use crate::store::{memory_from_row, Memory, MEMORY_COLS};
-use rusqlite::{named_params, Connection};
+use super::pool::{Pool, Ranking};
+use super::{Query, Terms, FTS_LIMIT};
+use crate::store::memories::{fts_top, ngram_top};
+use crate::store::Memory;
+use crate::text;
+use rusqlite::Connection;
+
+/// What the full-text retriever found.
+#[derive(Debug, Default)]
+pub struct Lexical {
+    /// Visible matches, best first.
+    pub ranking: Ranking,
+    /// Matches captured after the horizon (not yet visible), counted once each.
+    pub pending: usize,
+}
+
+/// The full-text ranking: the word index, and the character-pair index for text in scripts written
+/// without spaces; when both find something for a task in such a script, their rankings are fused.
+pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) -> rusqlite::Result<Lexical> {
+    let mut pending = 0;
+    let word = match match_expr(&terms.words) {
+        Some(expr) => split_visible(fts_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
+        None => Vec::new(),
+    };
+    let gram = match match_expr(&terms.grams) {
+        Some(expr) => split_visible(ngram_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
+        None => Vec::new(),
+    };
+    Ok(Lexical { ranking: merge(word, gram, q.task, pool), pending })
+}
+
+/// Pools the visible matches (in their order) and counts the others as pending.
+fn split_visible(found: Vec<(Memory, bool)>, pool: &mut Pool, pending: &mut usize) -> Ranking {
+    let mut rank = Vec::new();
+    for (m, visible) in found {
+        if visible {
+            rank.push(pool.add(m));
+        } else if pool.index_of(m.rid).is_none() {
+            *pending += 1;
+        }
+    }
+    rank
+}
+
+/// One ranking from the word index's and the character-pair index's.
+fn merge(word: Ranking, gram: Ranking, task: &str, pool: &Pool) -> Ranking {
+    if gram.is_empty() {
+        word
+    } else if word.is_empty() {
+        gram
+    } else if !text::has_spaceless(task) {
+        // A task in a space-separated script searches the pairs only for its words glued to text of
+        // a spaceless script: those matches follow the word index's.
+        let mut r = word;
+        for i in gram {
+            if !r.contains(&i) {
+                r.push(i);
+            }
+        }
+        r.truncate(FTS_LIMIT);
+        r
+    } else {
+        let fused = super::fuse::rrf(&[&word, &gram], |i| pool.id(i).to_string());
+        fused.into_iter().map(|f| f.item).take(FTS_LIMIT).collect()
+    }
+}
 
 /// The safe FTS5 query for a task's terms, or None when there is nothing to search for.
 pub fn match_expr(terms: &[String]) -> Option<String> {
@@ -19,88 +83,39 @@ pub fn match_expr(terms: &[String]) -> Option<String> {
     Some(terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR "))
 }
 
-/// The SQL of the BM25 top-k query (also the benchmark floor) over rows meeting `eligible`.
-pub fn sql(eligible: &str) -> String {
-    format!(
-        "SELECT {MEMORY_COLS}, bm25(cmp_memories_fts) AS score
-         FROM cmp_memories_fts JOIN cmp_memories AS m ON m.rid = cmp_memories_fts.rowid
-         WHERE cmp_memories_fts MATCH :q AND {eligible}
-         ORDER BY score, m.rid LIMIT :n"
-    )
-}
-
-/// The SQL of the BM25 top-k query over the character-pair index.
-pub fn ngram_sql(eligible: &str) -> String {
-    format!(
-        "SELECT {MEMORY_COLS}, bm25(cmp_memories_ngram) AS score
-         FROM cmp_memories_ngram JOIN cmp_memories AS m ON m.rid = cmp_memories_ngram.rowid
-         WHERE cmp_memories_ngram MATCH :q AND {eligible}
-         ORDER BY score, m.rid LIMIT :n"
-    )
-}
-
-/// Top `limit` memories by BM25 over the character-pair index (best first), visible or not yet
-/// visible.
-pub fn ngram_search(conn: &Connection, q: &Query<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Memory>> {
-    let mut st = conn.prepare_cached(&ngram_sql(q.eligible()))?;
-    let rows = st.query_map(
-        named_params! {":q": expr, ":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64},
-        memory_from_row,
-    )?;
-    rows.collect()
-}
-
-/// Rows FTS5 ranks first that are read beyond `limit`, before the eligibility filter.
-const OVERFETCH: usize = 56;
-/// Past this many ranked rows the fast path gives up and runs [`sql`] (one join over every match).
-const FAST_PATH_MAX: usize = 8192;
-
-/// Top `limit` memories by BM25 (best first, ties by rid), visible or not yet visible (the caller
-/// splits them): exactly the rows of [`sql`], found without joining every match.
-///
-/// The matches are ranked on the index alone (`ORDER BY rank, rowid LIMIT m`: BM25, then rowid, the
-/// same total order as [`sql`]); only those `m` rows are read from `cmp_memories` and filtered by
-/// eligibility, in the same statement. The first `limit` eligible rows of that prefix are the answer
-/// when there are `limit` of them, or when the prefix holds every match. Otherwise `m` grows, and
-/// past [`FAST_PATH_MAX`] the join query answers.
-pub fn search(conn: &Connection, q: &Query<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Memory>> {
-    let mut m = limit + OVERFETCH;
-    while m <= FAST_PATH_MAX {
-        let _t = crate::timing::phase("fts: ranked rows, eligibility");
-        let mut st = conn.prepare_cached(&format!(
-            "SELECT f.rowid, m.rid IS NOT NULL, {MEMORY_COLS}
-             FROM (SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH :q
-                   ORDER BY rank, rowid LIMIT :m) AS f
-             LEFT JOIN cmp_memories AS m ON m.rid = f.rowid AND {}
-             ORDER BY f.rank, f.rowid",
-            q.eligible()
-        ))?;
-        let mut rows = st.query(named_params! {":q": expr, ":m": m as i64, ":scope": q.scope, ":h": q.horizon_jd})?;
-        let mut n = 0usize;
-        let mut found: Vec<Memory> = Vec::new();
-        while let Some(r) = rows.next()? {
-            n += 1;
-            if r.get::<_, bool>(1)? && found.len() < limit {
-                found.push(crate::store::memory_from_row_at(r, 2)?);
-            }
-        }
-        if n < m || found.len() >= limit {
-            return Ok(found);
-        }
-        m *= 4;
-    }
-    let _t = crate::timing::phase("fts: join query (fallback)");
-    let mut st = conn.prepare_cached(&sql(q.eligible()))?;
-    let rows = st.query_map(
-        named_params! {":q": expr, ":scope": q.scope, ":h": q.horizon_jd, ":n": limit as i64},
-        memory_from_row,
-    )?;
-    rows.collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieve::testdb::{add, ids, open, query};
+
+    #[test]
+    fn ranks_visible_matches_and_counts_later_ones_pending() {
+        let conn = open();
+        add(&conn, "mem_1", "atlas atlas launch", "2026-05-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_2", "the atlas review", "2026-05-02T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_3", "atlas after the horizon", "2026-07-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_4", "grocery list", "2026-05-03T00:00:00Z", "semantic", "[]");
+        conn.execute("INSERT INTO cmp_memories(id, content, redacted) VALUES ('mem_5', 'atlas secret', 1)", [])
+            .expect("redacted row");
+        let q = query("atlas launch");
+        let mut pool = Pool::default();
+        let lex = rank(&conn, &q, &crate::retrieve::Terms::of(q.task), &mut pool).expect("rank");
+        assert_eq!(ids(&pool, &lex.ranking), ["mem_1", "mem_2"]);
+        assert_eq!(lex.pending, 1);
+        let lex = rank(&conn, &q, &crate::retrieve::Terms::of("nothing matches"), &mut Pool::default()).expect("rank");
+        assert!(lex.ranking.is_empty());
+    }
+
+    #[test]
+    fn spaceless_text_is_found_through_character_pairs() {
+        let conn = open();
+        add(&conn, "mem_zh", "我们周五发布新版本", "2026-05-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_en", "release notes", "2026-05-01T00:00:00Z", "semantic", "[]");
+        let q = query("什么时候发布");
+        let mut pool = Pool::default();
+        let lex = rank(&conn, &q, &crate::retrieve::Terms::of(q.task), &mut pool).expect("rank");
+        assert_eq!(ids(&pool, &lex.ranking), ["mem_zh"]);
+    }
 
     #[test]
     fn quoting() {

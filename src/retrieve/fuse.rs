@@ -1,6 +1,135 @@
-//! Reciprocal rank fusion (k = 60) of the relevance-bearing retrievers' rankings.
+//! Fusion: reciprocal rank fusion (k = 60) of the relevance-bearing retrievers' rankings (full text,
+//! vector, entity, context), then the pool turned into candidates with their provenance: fused ones
+//! best first, then the recency and hard-rule ones no ranking fused, in their own order.
 
-use std::collections::HashMap;
+use super::pool::{Pool, Ranking};
+use super::{Basis, Candidate, Retriever};
+use crate::store::Memory;
+use std::collections::{HashMap, HashSet};
+
+/// Every retriever's ranking of one pool.
+#[derive(Debug, Default)]
+pub struct Rankings {
+    /// Full text (relevance-bearing).
+    pub fts: Ranking,
+    /// Vector (relevance-bearing).
+    pub vector: Ranking,
+    /// Entity (relevance-bearing).
+    pub entity: Ranking,
+    /// Context neighbours (relevance-bearing).
+    pub context: Ranking,
+    /// Newest memories (no relevance).
+    pub recency: Ranking,
+    /// Hard rules (no relevance).
+    pub constraints: Ranking,
+    /// The user-embedding cosine of each vector hit (empty without `query_embedding`).
+    pub cosine: HashMap<usize, f64>,
+    /// True when the vector ranking comes from a user embedding.
+    pub user_vector: bool,
+}
+
+impl Rankings {
+    /// The ranking of one retriever.
+    pub fn of(&self, r: Retriever) -> &Ranking {
+        match r {
+            Retriever::Fts => &self.fts,
+            Retriever::Vector => &self.vector,
+            Retriever::Entity => &self.entity,
+            Retriever::Context => &self.context,
+            Retriever::Recency => &self.recency,
+            Retriever::Constraints => &self.constraints,
+        }
+    }
+
+    /// The fused rankings, in the order of the fusion weights.
+    fn fused(&self) -> [&[usize]; 4] {
+        [&self.fts, &self.vector, &self.entity, &self.context]
+    }
+
+    /// What the fused relevance means: the user cosine when the vector ranking is the only one, a
+    /// fused score when two or more rankings found something, else one ranking's rank.
+    pub fn basis(&self) -> Basis {
+        let active = self.fused().iter().filter(|r| !r.is_empty()).count();
+        if self.user_vector && active == 1 && !self.vector.is_empty() {
+            Basis::Cosine
+        } else if active >= 2 {
+            Basis::Rrf
+        } else {
+            Basis::Rank
+        }
+    }
+}
+
+/// One candidate's place in the output, before its memory is attached.
+struct Slot {
+    item: usize,
+    relevance: Option<f64>,
+    basis: Option<Basis>,
+    rank: Option<usize>,
+}
+
+/// The output order: the fused rankings (by `weights`) best first, then recency and hard-rule entries
+/// no ranking fused.
+fn slots(pool: &Pool, r: &Rankings, weights: &[f64; 4]) -> Vec<Slot> {
+    let basis = r.basis();
+    let fused = rrf_weighted(&r.fused(), weights, |i| pool.id(i).to_string());
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(fused.len());
+    for f in fused {
+        seen.insert(f.item);
+        let relevance =
+            if basis == Basis::Cosine { r.cosine.get(&f.item).copied().map(round6) } else { Some(f.relevance) };
+        out.push(Slot { item: f.item, relevance, basis: Some(basis), rank: Some(f.rank) });
+    }
+    for &i in r.recency.iter().chain(&r.constraints) {
+        if seen.insert(i) {
+            out.push(Slot { item: i, relevance: None, basis: None, rank: None });
+        }
+    }
+    out
+}
+
+/// The stemmed `terms` present in memory `i`, sorted.
+fn matched_terms(pool: &mut Pool, i: usize, terms: &HashSet<&str>) -> Vec<String> {
+    if terms.is_empty() {
+        return Vec::new();
+    }
+    let mut m: Vec<String> =
+        pool.analysed(i).iter().filter(|(st, _)| terms.contains(st.as_str())).map(|(st, _)| st.clone()).collect();
+    m.sort();
+    m.dedup();
+    m
+}
+
+/// Fuses `r` (relevance-bearing rankings weighted by `weights`) into the candidates of the pool, with
+/// the retrievers that found each and the stemmed task `terms` each contains.
+pub fn candidates(mut pool: Pool, r: &Rankings, terms: &[String], weights: &[f64; 4]) -> Vec<Candidate> {
+    let order = slots(&pool, r, weights);
+    let term_set: HashSet<&str> = terms.iter().map(String::as_str).collect();
+    let matched: Vec<Vec<String>> = order.iter().map(|s| matched_terms(&mut pool, s.item, &term_set)).collect();
+    let found: Vec<(Retriever, HashSet<usize>)> =
+        Retriever::ALL.iter().map(|&k| (k, r.of(k).iter().copied().collect())).collect();
+    let has = |k: Retriever, i: usize| found.iter().any(|(x, set)| *x == k && set.contains(&i));
+    let mut mems: Vec<Option<Memory>> = pool.into_memories().into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(order.len());
+    for (s, matched_terms) in order.into_iter().zip(matched) {
+        let Some(mem) = mems[s.item].take() else { continue };
+        let retrievers = found.iter().filter(|(_, set)| set.contains(&s.item)).map(|(k, _)| *k).collect();
+        let i = s.item;
+        let entity_only =
+            has(Retriever::Entity, i) && !has(Retriever::Fts, i) && !(r.user_vector && has(Retriever::Vector, i));
+        out.push(Candidate {
+            mem,
+            relevance: s.relevance,
+            basis: s.basis,
+            retrievers,
+            matched_terms,
+            fused_rank: s.rank,
+            entity_only,
+        });
+    }
+    out
+}
 
 /// RRF constant.
 pub const RRF_K: f64 = 60.0;
@@ -60,6 +189,56 @@ pub fn round6(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieve::testdb::{add, open, query};
+
+    fn pool_of(n: usize) -> Pool {
+        let conn = open();
+        for i in 0..n {
+            add(&conn, &format!("mem_{i}"), &format!("word{i} shared"), "2026-05-01T00:00:00Z", "semantic", "[]");
+        }
+        let mut q = query("");
+        q.recency_limit = n;
+        let mut pool = Pool::default();
+        let mut rows = crate::store::memories::newest(&conn, q.reader(), n, false).expect("rows");
+        rows.sort_by_key(|m| m.rid);
+        for m in rows {
+            pool.add(m);
+        }
+        pool
+    }
+
+    #[test]
+    fn basis_follows_the_rankings_that_found_something() {
+        let mut r = Rankings { fts: vec![0], ..Rankings::default() };
+        assert_eq!(r.basis(), Basis::Rank);
+        r.context = vec![1];
+        assert_eq!(r.basis(), Basis::Rrf);
+        let v = Rankings { vector: vec![0], user_vector: true, ..Rankings::default() };
+        assert_eq!(v.basis(), Basis::Cosine);
+        let v = Rankings { vector: vec![0], ..Rankings::default() };
+        assert_eq!(v.basis(), Basis::Rank);
+    }
+
+    #[test]
+    fn candidates_fused_first_then_unfused_recency_and_rules() {
+        let pool = pool_of(4);
+        let r = Rankings {
+            fts: vec![1],
+            entity: vec![2, 1],
+            recency: vec![3, 1],
+            constraints: vec![0],
+            ..Rankings::default()
+        };
+        let c = candidates(pool, &r, &["word1".to_string()], &[2.0, 0.5, 1.0, 0.5]);
+        let ids: Vec<&str> = c.iter().map(|c| c.mem.id.as_str()).collect();
+        assert_eq!(ids, ["mem_1", "mem_2", "mem_3", "mem_0"]);
+        assert_eq!(c[0].retrievers, [Retriever::Fts, Retriever::Entity, Retriever::Recency]);
+        assert_eq!(c[0].matched_terms, ["word1"]);
+        assert_eq!((c[0].basis, c[0].fused_rank, c[0].relevance), (Some(Basis::Rrf), Some(1), Some(1.0)));
+        assert!(c[1].entity_only && !c[0].entity_only);
+        assert_eq!((c[3].basis, c[3].fused_rank, c[3].relevance), (None, None, None));
+        assert_eq!(c[3].retrievers, [Retriever::Constraints]);
+    }
 
     #[test]
     fn agreement_wins() {

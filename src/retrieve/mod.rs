@@ -1,38 +1,26 @@
-//! Hybrid retrieval: one module per retriever, fused by reciprocal rank fusion (k = 60).
+//! Hybrid retrieval: [`retrieve`] composes one function per retriever (full text, context neighbours,
+//! entity, vector, recency and hard rules), each returning a ranking of one shared candidate pool
+//! ([`pool`]), and fuses them by weighted reciprocal rank fusion (k = 60, [`fuse`]).
 //!
-//! Every retriever reads through the same eligibility rule ([`ELIGIBLE`]): one scope, never a
-//! redacted row, never a row superseded at the horizon (`as_of`, else `now`). Rows captured after the
-//! horizon are not yet visible ([`VISIBLE`]); lexical matches among them are counted as `pending`.
+//! Every retriever reads through the same eligibility rule ([`crate::store::eligibility`]): one
+//! scope, never a redacted row, never a row superseded at the horizon (`as_of`, else `now`). Rows
+//! captured after the horizon are not yet visible; lexical matches among them are counted as `pending`.
 
+pub mod context;
 pub mod entity;
 pub mod fts;
 pub mod fuse;
+pub mod pool;
 pub mod recency;
 pub mod vector;
 
 use crate::error::Result;
-use crate::store::{memory_from_row, Memory, MEMORY_COLS};
+use crate::store::{Memory, Reader};
 use crate::text;
 use crate::time::{self, Epoch};
+use fuse::Rankings;
+use pool::Pool;
 use rusqlite::Connection;
-use std::collections::{HashMap, HashSet};
-
-/// SQL condition (table alias `m`, parameters `:scope`, `:h` = horizon as a Julian day) for a row
-/// that may be read: in scope, not redacted, not superseded at the horizon.
-/// A `superseded_by` that names no row (a dangling id) does not hide the row.
-pub const ELIGIBLE: &str = "m.scope = :scope AND (m.redacted = 0 OR m.redacted IS NULL) \
-     AND (m.superseded_by IS NULL OR coalesce(julianday(m.superseded_at) > :h, 0) \
-          OR NOT EXISTS (SELECT 1 FROM cmp_memories AS s WHERE s.id = m.superseded_by))";
-/// [`ELIGIBLE`] without the supersession test (MQL with `valid_only: false` narrows afterwards). It
-/// names `:h` too, so both conditions bind the same parameters.
-pub const ELIGIBLE_ANY_VERSION: &str = "m.scope = :scope AND (m.redacted = 0 OR m.redacted IS NULL) AND :h IS NOT NULL";
-
-/// True when `m` is superseded at `horizon` (an unparseable superseded_at counts as superseded).
-pub fn superseded_at(m: &Memory, horizon: Epoch) -> bool {
-    m.superseded_by.is_some() && m.superseded_at.as_deref().and_then(time::parse).is_none_or(|t| t <= horizon)
-}
-/// SQL condition for a row already captured at the horizon (unparseable timestamps count as visible).
-pub const VISIBLE: &str = "coalesce(julianday(m.captured_at) <= :h, 1)";
 
 /// Most task terms sent to FTS5.
 pub const MAX_TERMS: usize = 32;
@@ -55,8 +43,68 @@ pub const CONTEXT_WINDOW_SECS: f64 = 3600.0;
 /// Hard rules offered to every pack.
 pub const RULES_LIMIT: usize = 20;
 
-/// The retrievers, in the order `why.retrievers` lists them.
-pub const RETRIEVERS: [&str; 6] = ["fts", "vector", "entity", "context", "recency", "constraints"];
+/// A retriever: one way a candidate can be found (`why.retrievers` names them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Retriever {
+    /// BM25 over the word index and the character-pair index.
+    Fts,
+    /// Cosine to the user embedding, or the built-in hashing embedder.
+    Vector,
+    /// Memories linked to an entity named in the task.
+    Entity,
+    /// Memories recorded right around a strong full-text match.
+    Context,
+    /// The newest memories.
+    Recency,
+    /// Hard rules (kind `negative`).
+    Constraints,
+}
+
+impl Retriever {
+    /// Every retriever, in the order `why.retrievers` lists them.
+    pub const ALL: [Retriever; 6] = [
+        Retriever::Fts,
+        Retriever::Vector,
+        Retriever::Entity,
+        Retriever::Context,
+        Retriever::Recency,
+        Retriever::Constraints,
+    ];
+
+    /// The name output shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Retriever::Fts => "fts",
+            Retriever::Vector => "vector",
+            Retriever::Entity => "entity",
+            Retriever::Context => "context",
+            Retriever::Recency => "recency",
+            Retriever::Constraints => "constraints",
+        }
+    }
+}
+
+/// What a candidate's relevance means (`relevance_basis`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Basis {
+    /// Reciprocal rank fusion of two or more rankings, rescaled to [0, 1].
+    Rrf,
+    /// The rank in the only ranking that found anything, rescaled to [0, 1].
+    Rank,
+    /// Cosine to the user embedding (the only ranking).
+    Cosine,
+}
+
+impl Basis {
+    /// The name output shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Basis::Rrf => "rrf",
+            Basis::Rank => "rank",
+            Basis::Cosine => "cosine",
+        }
+    }
+}
 
 /// Weights of the fused rankings in reciprocal rank fusion, in the order fts, vector, entity,
 /// context. A word of the task found in a memory is the strongest evidence there is; the built-in
@@ -100,13 +148,9 @@ pub struct Query<'a> {
 }
 
 impl<'a> Query<'a> {
-    /// The eligibility condition this query reads through.
-    pub fn eligible(&self) -> &'static str {
-        if self.include_superseded {
-            ELIGIBLE_ANY_VERSION
-        } else {
-            ELIGIBLE
-        }
+    /// Who this query reads as: its scope at its horizon, with superseded rows or not.
+    pub fn reader(&self) -> Reader<'a> {
+        Reader { scope: self.scope, h: self.horizon_jd, any_version: self.include_superseded }
     }
 
     /// A query at `horizon`. The newest memories are offered (with no score) only to a task that asks
@@ -164,10 +208,10 @@ pub struct Candidate {
     pub mem: Memory,
     /// Match strength in [0, 1], or None (recency-only).
     pub relevance: Option<f64>,
-    /// `rrf`, `rank`, `cosine`, or None.
-    pub basis: Option<&'static str>,
-    /// Retrievers that found it, in [`RETRIEVERS`] order.
-    pub retrievers: Vec<&'static str>,
+    /// What `relevance` means, or None (recency-only).
+    pub basis: Option<Basis>,
+    /// Retrievers that found it, in [`Retriever::ALL`] order.
+    pub retrievers: Vec<Retriever>,
     /// Stemmed task terms found in the memory.
     pub matched_terms: Vec<String>,
     /// 1-based fused rank, None for recency-only.
@@ -191,298 +235,143 @@ pub struct Retrieval {
     pub skipped_embeddings: usize,
 }
 
-struct Pool {
-    mems: Vec<Memory>,
-    by_rid: HashMap<i64, usize>,
-    /// (stem, word) pairs of each memory's content, computed once per call.
-    analysed: Vec<Option<Vec<(String, String)>>>,
-    /// Hashing-embedder cosine to the task, computed once per call.
-    cos: Vec<Option<f32>>,
-    stems: HashMap<String, String>,
+/// The task's search terms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Terms {
+    /// Words sent to the word index (at most [`MAX_TERMS`]).
+    pub words: Vec<String>,
+    /// Character pairs sent to the character-pair index (at most [`MAX_GRAMS`]).
+    pub grams: Vec<String>,
+    /// Stemmed words, then pairs of spaceless scripts as they are (never stemmed), each once: what
+    /// `matched_terms` reports.
+    pub stems: Vec<String>,
 }
 
-impl Pool {
-    fn add(&mut self, m: Memory) -> usize {
-        if let Some(&i) = self.by_rid.get(&m.rid) {
-            return i;
-        }
-        self.by_rid.insert(m.rid, self.mems.len());
-        self.mems.push(m);
-        self.analysed.push(None);
-        self.cos.push(None);
-        self.mems.len() - 1
-    }
-
-    fn analysed(&mut self, i: usize) -> &[(String, String)] {
-        if self.analysed[i].is_none() {
-            let mut v = Vec::new();
-            for w in text::words(&self.mems[i].content) {
-                let st = self.stems.entry(w.clone()).or_insert_with(|| text::stem(&w)).clone();
-                v.push((st, w));
-            }
-            self.analysed[i] = Some(v);
-        }
-        self.analysed[i].as_deref().unwrap_or(&[])
-    }
-
-    fn cosine(&mut self, i: usize, task: &[f32]) -> f32 {
-        if let Some(c) = self.cos[i] {
-            return c;
-        }
-        let c = vector::cosine(task, &vector::embed_analysed(self.analysed(i)));
-        self.cos[i] = Some(c);
-        c
-    }
-}
-
-fn visible(m: &Memory, horizon: Epoch) -> bool {
-    time::parse(&m.captured_at).is_none_or(|t| t <= horizon)
-}
-
-fn recency_key(m: &Memory) -> &str {
-    m.occurred_at.as_deref().unwrap_or(&m.captured_at)
-}
-
-/// Runs every retriever and fuses their rankings.
-pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
-    let words = text::query_terms(q.task, MAX_TERMS);
-    let grams = text::task_gram_terms(q.task, MAX_GRAMS);
-    let terms: Vec<String> = {
-        let mut t: Vec<String> = Vec::new();
+impl Terms {
+    /// The terms of a task.
+    pub fn of(task: &str) -> Terms {
+        let words = text::query_terms(task, MAX_TERMS);
+        let grams = text::task_gram_terms(task, MAX_GRAMS);
+        let mut stems: Vec<String> = Vec::new();
         for w in &words {
             let s = text::stem(w);
-            if !t.contains(&s) {
-                t.push(s);
+            if !stems.contains(&s) {
+                stems.push(s);
             }
         }
-        // Pairs of spaceless scripts are terms as they are (never stemmed).
-        for w in text::spaceless_terms(q.task, MAX_TERMS) {
-            if !t.contains(&w) {
-                t.push(w);
+        for w in text::spaceless_terms(task, MAX_TERMS) {
+            if !stems.contains(&w) {
+                stems.push(w);
             }
         }
-        t
-    };
-    let mut pool =
-        Pool { mems: Vec::new(), by_rid: HashMap::new(), analysed: Vec::new(), cos: Vec::new(), stems: HashMap::new() };
-    let mut out = Retrieval { terms: terms.clone(), ..Default::default() };
-
-    // fts: the word index, and the character-pair index for text in scripts written without
-    // spaces; when both find something for a task in such a script, their rankings are fused.
-    let lexical = |found: Vec<Memory>, pool: &mut Pool, out: &mut Retrieval| {
-        let mut rank = Vec::new();
-        for m in found {
-            if visible(&m, q.horizon) {
-                rank.push(pool.add(m));
-            } else if !pool.by_rid.contains_key(&m.rid) {
-                out.pending += 1;
-            }
-        }
-        rank
-    };
-    let word_rank = match fts::match_expr(&words) {
-        Some(expr) => lexical(fts::search(conn, q, &expr, FTS_LIMIT)?, &mut pool, &mut out),
-        None => Vec::new(),
-    };
-    let gram_rank = match fts::match_expr(&grams) {
-        Some(expr) => lexical(fts::ngram_search(conn, q, &expr, FTS_LIMIT)?, &mut pool, &mut out),
-        None => Vec::new(),
-    };
-    let fts_rank: Vec<usize> = if gram_rank.is_empty() {
-        word_rank
-    } else if word_rank.is_empty() {
-        gram_rank
-    } else if !text::has_spaceless(q.task) {
-        // A task in a space-separated script searches the pairs only for its words glued to text of
-        // a spaceless script: those matches follow the word index's.
-        let mut r = word_rank;
-        for i in gram_rank {
-            if !r.contains(&i) {
-                r.push(i);
-            }
-        }
-        r.truncate(FTS_LIMIT);
-        r
-    } else {
-        let fused = fuse::rrf(&[&word_rank, &gram_rank], |i| pool.mems[i].id.clone());
-        fused.into_iter().map(|f| f.item).take(FTS_LIMIT).collect()
-    };
-
-    // context: the memories recorded right around the strongest matches. A memory rarely stands
-    // alone: the message before a match often asks the question it answers, the one after often
-    // completes it. Fused as one more ranking (in the order of their anchors).
-    // The anchors themselves get no vote here: they already matched, and in a conversation every
-    // strong match is some other match's neighbour, so counting that would outvote the text.
-    let mut context_rank = Vec::new();
-    {
-        let anchors: Vec<usize> = fts_rank.iter().copied().take(CONTEXT_ANCHORS).collect();
-        for &a in &anchors {
-            let m = pool.mems[a].clone();
-            for n in recency::around(conn, q, &m, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS)? {
-                let i = pool.add(n);
-                if !context_rank.contains(&i) && !anchors.contains(&i) {
-                    context_rank.push(i);
-                }
-            }
-        }
+        Terms { words, grams, stems }
     }
+}
 
-    let gz = entity::gazetteer(conn)?;
-    let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
-    out.entities = names;
-    let (selective, common) = entity::split_common(conn, &entity_ids)?;
+/// Runs every retriever over one candidate pool and fuses their rankings.
+pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
+    let terms = Terms::of(q.task);
     let task_vec = vector::hash_embed(q.task);
-    let mut entity_rank = Vec::new();
-    {
-        let rows = entity::search(conn, q, &selective)?;
-        // Within the linked memories: more task entities first, then closeness to the task text
-        // (hashing embedder), then newest. A bare link says little; the text says which link matters.
-        let mut scored: Vec<(i64, f32, usize)> = Vec::with_capacity(rows.len());
-        for (m, hits) in rows {
-            let i = pool.add(m);
-            scored.push((hits, pool.cosine(i, &task_vec), i));
-        }
-        scored.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then(b.1.total_cmp(&a.1))
-                .then_with(|| recency_key(&pool.mems[b.2]).cmp(recency_key(&pool.mems[a.2])))
-                .then_with(|| pool.mems[a.2].id.cmp(&pool.mems[b.2].id))
-        });
-        entity_rank.extend(scored.into_iter().map(|s| s.2));
-        // Common entities only re-rank: the memories full-text search found that name one of them
-        // follow, in their full-text order.
-        if !common.is_empty() {
-            let rids: Vec<i64> = fts_rank.iter().map(|&i| pool.mems[i].rid).collect();
-            let named = entity::linked(conn, &common, &rids)?;
-            let have: HashSet<usize> = entity_rank.iter().copied().collect();
-            for &i in &fts_rank {
-                if named.contains(&pool.mems[i].rid) && !have.contains(&i) {
-                    entity_rank.push(i);
-                }
-            }
-        }
-    }
-
-    let mut vector_rank = Vec::new();
-    let mut cosine_of: HashMap<usize, f64> = HashMap::new();
-    let user_vector = q.query_embedding.is_some();
-    if let Some(qe) = q.query_embedding {
-        let scan = vector::scan(conn, q, qe, VECTOR_LIMIT)?;
-        out.skipped_embeddings = scan.skipped;
-        let missing: Vec<i64> = scan.hits.iter().map(|h| h.0).filter(|r| !pool.by_rid.contains_key(r)).collect();
-        if !missing.is_empty() {
-            let ids = serde_json::to_string(&missing).unwrap_or_else(|_| "[]".into());
-            let mut st = conn.prepare_cached(&format!(
-                "SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.rid IN (SELECT value FROM json_each(?1))"
-            ))?;
-            let rows = st.query_map([ids], memory_from_row)?;
-            for m in rows {
-                pool.add(m?);
-            }
-        }
-        for (rid, cos) in scan.hits {
-            if let Some(&i) = pool.by_rid.get(&rid) {
-                vector_rank.push(i);
-                cosine_of.insert(i, f64::from(cos).clamp(0.0, 1.0));
-            }
-        }
-    } else if !pool.mems.is_empty() {
-        let mut scored: Vec<(f32, usize)> =
-            (0..pool.mems.len()).map(|i| (pool.cosine(i, &task_vec), i)).filter(|s| s.0 > 0.0).collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| pool.mems[a.1].id.cmp(&pool.mems[b.1].id)));
-        vector_rank.extend(scored.into_iter().map(|s| s.1));
-    }
-
-    let mut recent = HashSet::new();
-    let mut recency_order = Vec::new();
-    if q.recency_limit > 0 {
-        for m in recency::search(conn, q, q.recency_limit)? {
-            let i = pool.add(m);
-            recent.insert(i);
-            recency_order.push(i);
-        }
-    }
-
-    // hard rules
-    let mut rules = HashSet::new();
-    let mut rules_order = Vec::new();
-    if q.rules_limit > 0 {
-        for m in recency::rules(conn, q, q.rules_limit)? {
-            let i = pool.add(m);
-            rules.insert(i);
-            rules_order.push(i);
-        }
-    }
-
-    let weights = fusion_weights();
-    let fused = fuse::rrf_weighted(&[&fts_rank, &vector_rank, &entity_rank, &context_rank], &weights, |i| {
-        pool.mems[i].id.clone()
-    });
-    let active = [&fts_rank, &vector_rank, &entity_rank, &context_rank].iter().filter(|r| !r.is_empty()).count();
-    let basis = if user_vector && active == 1 && !vector_rank.is_empty() {
-        "cosine"
-    } else if active >= 2 {
-        "rrf"
-    } else {
-        "rank"
+    let mut pool = Pool::default();
+    let lexical = fts::rank(conn, q, &terms, &mut pool)?;
+    let context = context::rank(conn, q, &lexical.ranking, &mut pool)?;
+    let entities = entity::rank(conn, q, &lexical.ranking, &task_vec, &mut pool)?;
+    // The hashing embedder ranks what the retrievers above found (recency and rules come after it).
+    let vectors = vector::rank(conn, q, &task_vec, &mut pool)?;
+    let recency = recency::rank(conn, q, &mut pool)?;
+    let constraints = recency::rules_rank(conn, q, &mut pool)?;
+    let rankings = Rankings {
+        fts: lexical.ranking,
+        vector: vectors.ranking,
+        entity: entities.ranking,
+        context,
+        recency,
+        constraints,
+        cosine: vectors.cosine,
+        user_vector: q.query_embedding.is_some(),
     };
-    let in_fts: HashSet<usize> = fts_rank.iter().copied().collect();
-    let in_entity: HashSet<usize> = entity_rank.iter().copied().collect();
-    let in_vector: HashSet<usize> = vector_rank.iter().copied().collect();
-    let in_context: HashSet<usize> = context_rank.iter().copied().collect();
-    let mut seen = HashSet::new();
-    let term_set: HashSet<&str> = terms.iter().map(String::as_str).collect();
-    // matched_terms: the stemmed task terms present in each memory.
-    let matched_of: Vec<Vec<String>> = (0..pool.mems.len())
-        .map(|i| {
-            if term_set.is_empty() {
-                return Vec::new();
-            }
-            let mut m: Vec<String> = pool
-                .analysed(i)
-                .iter()
-                .filter(|(st, _)| term_set.contains(st.as_str()))
-                .map(|(st, _)| st.clone())
-                .collect();
-            m.sort();
-            m.dedup();
-            m
-        })
-        .collect();
-    let mut matched_of: Vec<Option<Vec<String>>> = matched_of.into_iter().map(Some).collect();
-    let mut mems: Vec<Option<Memory>> = pool.mems.into_iter().map(Some).collect();
-    let mut make = |i: usize, relevance: Option<f64>, basis: Option<&'static str>, rank: Option<usize>| {
-        let mem = mems[i].take()?;
-        let mut retrievers = Vec::new();
-        for (name, set) in [("fts", &in_fts), ("vector", &in_vector), ("entity", &in_entity), ("context", &in_context)]
-        {
-            if set.contains(&i) {
-                retrievers.push(name);
-            }
-        }
-        if recent.contains(&i) {
-            retrievers.push("recency");
-        }
-        if rules.contains(&i) {
-            retrievers.push("constraints");
-        }
-        let matched = matched_of[i].take().unwrap_or_default();
-        let entity_only = in_entity.contains(&i) && !in_fts.contains(&i) && !(user_vector && in_vector.contains(&i));
-        Some(Candidate { mem, relevance, basis, retrievers, matched_terms: matched, fused_rank: rank, entity_only })
-    };
-    for f in &fused {
-        seen.insert(f.item);
-        let rel = if basis == "cosine" { cosine_of.get(&f.item).copied().map(fuse::round6) } else { Some(f.relevance) };
-        if let Some(c) = make(f.item, rel, Some(basis), Some(f.rank)) {
-            out.candidates.push(c);
-        }
+    Ok(Retrieval {
+        candidates: fuse::candidates(pool, &rankings, &terms.stems, &fusion_weights()),
+        pending: lexical.pending,
+        entities: entities.names,
+        terms: terms.stems,
+        skipped_embeddings: vectors.skipped,
+    })
+}
+
+/// An in-memory database for the retrievers' unit tests.
+#[cfg(test)]
+pub(crate) mod testdb {
+    use super::Query;
+    use rusqlite::Connection;
+
+    /// The read point of every test query: 2026-06-01.
+    pub const NOW: &str = "2026-06-01T00:00:00Z";
+
+    /// A fresh database with cmp registered and its schema applied.
+    pub fn open() -> Connection {
+        let conn = Connection::open_in_memory().expect("open");
+        crate::register(&conn).expect("register");
+        conn.query_row("SELECT cmp_init()", [], |_| Ok(())).expect("init");
+        conn
     }
-    for i in recency_order.into_iter().chain(rules_order) {
-        if seen.insert(i) {
-            if let Some(c) = make(i, None, None, None) {
-                out.candidates.push(c);
-            }
-        }
+
+    /// Adds a memory (id, content, captured_at, kind, entities JSON).
+    pub fn add(conn: &Connection, id: &str, content: &str, at: &str, kind: &str, entities: &str) {
+        conn.execute(
+            "INSERT INTO cmp_memories(id, content, captured_at, kind, entities) VALUES (?1, ?2, ?3, ?4, ?5)",
+            [id, content, at, kind, entities],
+        )
+        .expect("insert");
     }
-    Ok(out)
+
+    /// A query of the default scope at [`NOW`].
+    pub fn query(task: &str) -> Query<'_> {
+        Query::new(task, "default", crate::time::parse(NOW).expect("now"))
+    }
+
+    /// The ids of a ranking, in order.
+    pub fn ids(pool: &super::Pool, ranking: &[usize]) -> Vec<String> {
+        ranking.iter().map(|&i| pool.id(i).to_string()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testdb::{add, open, query};
+    use super::*;
+
+    #[test]
+    fn names_follow_the_documented_order() {
+        let names: Vec<&str> = Retriever::ALL.iter().map(|r| r.name()).collect();
+        assert_eq!(names, ["fts", "vector", "entity", "context", "recency", "constraints"]);
+        assert_eq!([Basis::Rrf.name(), Basis::Rank.name(), Basis::Cosine.name()], ["rrf", "rank", "cosine"]);
+    }
+
+    #[test]
+    fn terms_stem_once_and_keep_spaceless_pairs() {
+        let t = Terms::of("launching launches of Atlas");
+        assert_eq!(t.stems, ["launch", "atla"]);
+        assert!(t.words.contains(&"launching".to_string()));
+        assert!(Terms::of("").stems.is_empty());
+    }
+
+    #[test]
+    fn retrieve_composes_every_retriever() {
+        let conn = open();
+        add(&conn, "mem_a", "Atlas ships on Friday", "2026-05-01T10:00:00Z", "semantic", r#"["Atlas"]"#);
+        add(&conn, "mem_b", "the team agreed", "2026-05-01T10:10:00Z", "semantic", "[]");
+        add(&conn, "mem_r", "never deploy on weekends", "2026-04-01T00:00:00Z", "negative", "[]");
+        let r = retrieve(&conn, &query("when does atlas ship?")).expect("retrieve");
+        let ids: Vec<&str> = r.candidates.iter().map(|c| c.mem.id.as_str()).collect();
+        assert_eq!(ids, ["mem_a", "mem_b", "mem_r"]);
+        let a = &r.candidates[0];
+        assert_eq!(a.retrievers, [Retriever::Fts, Retriever::Vector, Retriever::Entity]);
+        assert_eq!((a.basis, a.fused_rank, a.relevance), (Some(Basis::Rrf), Some(1), Some(1.0)));
+        assert_eq!(a.matched_terms, ["atla", "ship"]);
+        assert_eq!(r.candidates[1].retrievers, [Retriever::Context]);
+        assert_eq!(r.candidates[2].retrievers, [Retriever::Constraints]);
+        assert_eq!(r.candidates[2].basis, None);
+        assert_eq!(r.entities, ["Atlas"]);
+    }
 }

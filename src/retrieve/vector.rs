@@ -3,10 +3,60 @@
 //! deterministic hashing embedder (stemmed words plus character trigrams, signed feature hashing)
 //! ranks the candidate pool the other retrievers found, so hybrid retrieval works with no model.
 
-use super::{Query, VISIBLE};
+use super::pool::{Pool, Ranking};
+use super::{Query, VECTOR_LIMIT};
 use crate::error::{Error, Result};
+use crate::store::memories::{by_rids, each_embedding};
 use crate::text;
-use rusqlite::{named_params, Connection};
+use rusqlite::Connection;
+use std::collections::HashMap;
+
+/// What the vector retriever found.
+#[derive(Debug, Default)]
+pub struct Vectors {
+    /// Best first.
+    pub ranking: Ranking,
+    /// The user-embedding cosine of each hit, in [0, 1] (empty without `query_embedding`).
+    pub cosine: HashMap<usize, f64>,
+    /// Memories whose embedding had another dimension than `query_embedding`.
+    pub skipped: usize,
+}
+
+/// The vector ranking: with `query_embedding`, the nearest stored embeddings (pooled); without one,
+/// the pool ranked by the hashing embedder's cosine to `task` (the task's hashing embedding).
+pub fn rank(conn: &Connection, q: &Query<'_>, task: &[f32], pool: &mut Pool) -> Result<Vectors> {
+    match q.query_embedding {
+        Some(qe) => user_ranking(conn, q, qe, pool),
+        None => Ok(Vectors { ranking: hashed_ranking(task, pool), ..Vectors::default() }),
+    }
+}
+
+/// The pool ranked by hashing-embedder cosine to `task`, best first; memories with none left out.
+pub fn hashed_ranking(task: &[f32], pool: &mut Pool) -> Ranking {
+    let mut scored: Vec<(f32, usize)> =
+        (0..pool.len()).map(|i| (pool.cosine(i, task), i)).filter(|s| s.0 > 0.0).collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| pool.id(a.1).cmp(pool.id(b.1))));
+    scored.into_iter().map(|s| s.1).collect()
+}
+
+/// The [`VECTOR_LIMIT`] memories nearest to the user embedding `qe`, pooled.
+fn user_ranking(conn: &Connection, q: &Query<'_>, qe: &[f32], pool: &mut Pool) -> Result<Vectors> {
+    let scan = scan(conn, q, qe, VECTOR_LIMIT)?;
+    let missing: Vec<i64> = scan.hits.iter().map(|h| h.0).filter(|r| pool.index_of(*r).is_none()).collect();
+    if !missing.is_empty() {
+        for m in by_rids(conn, &missing)? {
+            pool.add(m);
+        }
+    }
+    let mut out = Vectors { skipped: scan.skipped, ..Vectors::default() };
+    for (rid, cos) in scan.hits {
+        if let Some(i) = pool.index_of(rid) {
+            out.ranking.push(i);
+            out.cosine.insert(i, f64::from(cos).clamp(0.0, 1.0));
+        }
+    }
+    Ok(out)
+}
 
 /// Dimensions of the hashing embedder.
 pub const HASH_DIMS: usize = 256;
@@ -90,43 +140,17 @@ pub struct Scan {
 /// Brute-force cosine over every eligible, visible memory with an embedding. A query whose dimension
 /// matches no stored embedding is an error naming both dimensions.
 pub fn scan(conn: &Connection, q: &Query<'_>, query: &[f32], limit: usize) -> Result<Scan> {
-    let eligible = q.eligible();
-    let sql = format!(
-        "SELECT m.rid, m.embedding FROM cmp_memories AS m
-         WHERE m.embedding IS NOT NULL AND {eligible} AND {VISIBLE}"
-    );
-    type Scanned = (Vec<(i64, f32)>, usize, Option<usize>);
-    let run = || -> rusqlite::Result<Scanned> {
-        let mut st = conn.prepare_cached(&sql)?;
-        let mut rows = st.query(named_params! {":scope": q.scope, ":h": q.horizon_jd})?;
-        let (mut hits, mut skipped, mut other_dim) = (Vec::new(), 0usize, None);
-        let qn = query.iter().map(|x| x * x).sum::<f32>().sqrt();
-        while let Some(r) = rows.next()? {
-            let rid: i64 = r.get(0)?;
-            let blob = match r.get_ref(1)? {
-                rusqlite::types::ValueRef::Blob(b) => b,
-                _ => {
-                    skipped += 1;
-                    continue;
-                }
-            };
-            if blob.len() != query.len() * 4 {
-                skipped += 1;
-                other_dim.get_or_insert(blob.len() / 4);
-                continue;
-            }
-            let (mut dot, mut nb) = (0f32, 0f32);
-            for (c, x) in blob.chunks_exact(4).zip(query) {
-                let y = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                dot += x * y;
-                nb += y * y;
-            }
-            let cos = if qn == 0.0 || nb == 0.0 || !dot.is_finite() { 0.0 } else { dot / (qn * nb.sqrt()) };
-            hits.push((rid, if cos.is_finite() { cos } else { 0.0 }));
+    let (mut hits, mut skipped, mut other_dim) = (Vec::new(), 0usize, None);
+    let qn = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let each = |rid: i64, blob: Option<&[u8]>| match blob {
+        Some(b) if b.len() == query.len() * 4 => hits.push((rid, cosine_le(query, qn, b))),
+        Some(b) => {
+            skipped += 1;
+            other_dim.get_or_insert(b.len() / 4);
         }
-        Ok((hits, skipped, other_dim))
+        None => skipped += 1,
     };
-    let (mut hits, skipped, other_dim) = run()?;
+    each_embedding(conn, q.reader(), each)?;
     if hits.is_empty() {
         if let Some(d) = other_dim {
             let msg = format!("has {} dimensions but stored embeddings have {d}", query.len());
@@ -138,9 +162,70 @@ pub fn scan(conn: &Connection, q: &Query<'_>, query: &[f32], limit: usize) -> Re
     Ok(Scan { hits, skipped })
 }
 
+/// Cosine of `query` (whose norm is `qn`) to a float32 LE blob of the same dimension; 0 when either
+/// is zero or the result is not finite.
+fn cosine_le(query: &[f32], qn: f32, blob: &[u8]) -> f32 {
+    let (mut dot, mut nb) = (0f32, 0f32);
+    for (c, x) in blob.chunks_exact(4).zip(query) {
+        let y = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        dot += x * y;
+        nb += y * y;
+    }
+    let cos = if qn == 0.0 || nb == 0.0 || !dot.is_finite() { 0.0 } else { dot / (qn * nb.sqrt()) };
+    if cos.is_finite() {
+        cos
+    } else {
+        0.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieve::testdb::{add, ids, open, query};
+
+    fn blob(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn hashed_ranking_orders_the_pool_by_closeness() {
+        let conn = open();
+        add(&conn, "mem_1", "grocery list", "2026-05-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_2", "atlas launch review", "2026-05-01T00:00:00Z", "semantic", "[]");
+        let mut pool = Pool::default();
+        let q = query("");
+        for m in crate::store::memories::newest(&conn, q.reader(), 10, false).expect("rows") {
+            pool.add(m);
+        }
+        let r = rank(&conn, &q, &hash_embed("the atlas launch"), &mut pool).expect("rank");
+        assert_eq!(ids(&pool, &r.ranking), ["mem_2"], "no shared feature, no rank");
+        assert!(r.cosine.is_empty());
+    }
+
+    #[test]
+    fn user_embeddings_rank_by_cosine_and_report_other_dimensions() {
+        let conn = open();
+        add(&conn, "mem_x", "x", "2026-05-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_y", "y", "2026-05-01T00:00:00Z", "semantic", "[]");
+        add(&conn, "mem_z", "z", "2026-05-01T00:00:00Z", "semantic", "[]");
+        for (id, v) in [("mem_x", vec![1.0f32, 0.0]), ("mem_y", vec![0.6, 0.8]), ("mem_z", vec![1.0, 0.0, 0.0])] {
+            conn.execute("UPDATE cmp_memories SET embedding = ?1 WHERE id = ?2", rusqlite::params![blob(&v), id])
+                .expect("embedding");
+        }
+        let qe = [0.0f32, 1.0];
+        let mut q = query("");
+        q.query_embedding = Some(&qe);
+        let mut pool = Pool::default();
+        let r = rank(&conn, &q, &[], &mut pool).expect("rank");
+        assert_eq!(ids(&pool, &r.ranking), ["mem_y", "mem_x"]);
+        assert_eq!(r.skipped, 1);
+        assert!((r.cosine[&r.ranking[0]] - 0.8).abs() < 1e-6);
+        let qe3 = [0.0f32; 5];
+        q.query_embedding = Some(&qe3);
+        let e = rank(&conn, &q, &[], &mut Pool::default()).expect_err("no stored embedding has 5 dimensions");
+        assert_eq!(e.to_string(), "query_embedding has 5 dimensions but stored embeddings have 2");
+    }
 
     #[test]
     fn hashing_embedder_is_deterministic_and_graded() {

@@ -1,0 +1,91 @@
+//! The candidate pool of one retrieval: every memory any retriever found, once, by rid. Rankings are
+//! lists of pool indexes, best first. The pool caches what several retrievers need per memory (its
+//! analysed words, its hashing-embedder cosine to the task) so each is computed once per call.
+
+use super::vector;
+use crate::store::Memory;
+use crate::text;
+use std::collections::HashMap;
+
+/// Pool indexes, best first: what every retriever returns.
+pub type Ranking = Vec<usize>;
+
+/// The memories found so far, with per-call caches.
+#[derive(Debug, Default)]
+pub struct Pool {
+    /// The memories, in the order they were first found.
+    pub mems: Vec<Memory>,
+    by_rid: HashMap<i64, usize>,
+    /// (stem, word) pairs of each memory's content, computed once per call.
+    analysed: Vec<Option<Vec<(String, String)>>>,
+    /// Hashing-embedder cosine to the task, computed once per call.
+    cos: Vec<Option<f32>>,
+    stems: HashMap<String, String>,
+}
+
+impl Pool {
+    /// Adds `m` (or finds it, by rid) and returns its index.
+    pub fn add(&mut self, m: Memory) -> usize {
+        if let Some(&i) = self.by_rid.get(&m.rid) {
+            return i;
+        }
+        self.by_rid.insert(m.rid, self.mems.len());
+        self.mems.push(m);
+        self.analysed.push(None);
+        self.cos.push(None);
+        self.mems.len() - 1
+    }
+
+    /// The index of the memory with this rid, if pooled.
+    pub fn index_of(&self, rid: i64) -> Option<usize> {
+        self.by_rid.get(&rid).copied()
+    }
+
+    /// Number of pooled memories.
+    pub fn len(&self) -> usize {
+        self.mems.len()
+    }
+
+    /// True when nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.mems.is_empty()
+    }
+
+    /// The (stem, word) pairs of memory `i`'s content.
+    pub fn analysed(&mut self, i: usize) -> &[(String, String)] {
+        if self.analysed[i].is_none() {
+            let mut v = Vec::new();
+            for w in text::words(&self.mems[i].content) {
+                let st = self.stems.entry(w.clone()).or_insert_with(|| text::stem(&w)).clone();
+                v.push((st, w));
+            }
+            self.analysed[i] = Some(v);
+        }
+        self.analysed[i].as_deref().unwrap_or(&[])
+    }
+
+    /// Hashing-embedder cosine of memory `i` to the task embedding `task`.
+    pub fn cosine(&mut self, i: usize, task: &[f32]) -> f32 {
+        if let Some(c) = self.cos[i] {
+            return c;
+        }
+        let c = vector::cosine(task, &vector::embed_analysed(self.analysed(i)));
+        self.cos[i] = Some(c);
+        c
+    }
+
+    /// The id of memory `i` (the tie-break of every ranking).
+    pub fn id(&self, i: usize) -> &str {
+        &self.mems[i].id
+    }
+
+    /// When memory `i` happened (occurred_at, else captured_at): the recency order.
+    pub fn when(&self, i: usize) -> &str {
+        self.mems[i].occurred_at.as_deref().unwrap_or(&self.mems[i].captured_at)
+    }
+
+    /// The pooled memories, by index.
+    pub fn into_memories(self) -> Vec<Memory> {
+        self.mems
+    }
+}

@@ -1,0 +1,61 @@
+//! Which memory rows a read may see, written once as SQL conditions over `cmp_memories AS m` and
+//! reused by every read: retrieval, MQL, expand and session turns. A row is *eligible* when it is in
+//! the reader's scope, not redacted and not superseded at the reader's horizon; it is *visible* when
+//! it was captured at or before the horizon.
+
+/// SQL: the row (alias `m`) is not redacted. Anything but 0 or NULL, also a text or a real, counts
+/// as redacted.
+macro_rules! not_redacted {
+    () => {
+        "(m.redacted = 0 OR m.redacted IS NULL)"
+    };
+}
+
+/// SQL (parameter `:h`, the horizon as a Julian day): the row (alias `m`) is superseded at the
+/// horizon. A `superseded_by` that names no row (a dangling id) does not supersede; a `superseded_at`
+/// that is NULL or not a date supersedes at every horizon.
+macro_rules! superseded {
+    () => {
+        "(m.superseded_by IS NOT NULL AND NOT coalesce(julianday(m.superseded_at) > :h, 0) \
+          AND EXISTS (SELECT 1 FROM cmp_memories AS s WHERE s.id = m.superseded_by))"
+    };
+}
+
+/// SQL: the row (alias `m`) is redacted (the negation of [`NOT_REDACTED`]).
+pub const REDACTED: &str = concat!("NOT ", not_redacted!());
+/// SQL: the row (alias `m`) is not redacted.
+pub const NOT_REDACTED: &str = not_redacted!();
+/// SQL (parameter `:h`): the row (alias `m`) is superseded at the horizon.
+pub const SUPERSEDED: &str = superseded!();
+
+/// SQL condition (table alias `m`, parameters `:scope`, `:h` = horizon as a Julian day) for a row
+/// that may be read: in scope, not redacted, not superseded at the horizon.
+pub const ELIGIBLE: &str = concat!("m.scope = :scope AND ", not_redacted!(), " AND NOT ", superseded!());
+/// [`ELIGIBLE`] without the supersession test (MQL with `valid_only: false` narrows afterwards). It
+/// names `:h` too, so both conditions bind the same parameters.
+pub const ELIGIBLE_ANY_VERSION: &str = concat!("m.scope = :scope AND ", not_redacted!(), " AND :h IS NOT NULL");
+/// SQL condition for a row already captured at the horizon (unparseable timestamps count as visible).
+pub const VISIBLE: &str = "coalesce(julianday(m.captured_at) <= :h, 1)";
+
+/// Who reads: one scope, at one horizon, with or without superseded rows. Every read of memories
+/// binds `:scope` and `:h` from it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reader<'a> {
+    /// Owner namespace.
+    pub scope: &'a str,
+    /// The horizon as a Julian day.
+    pub h: f64,
+    /// Also read rows superseded at the horizon.
+    pub any_version: bool,
+}
+
+impl Reader<'_> {
+    /// The eligibility condition of this reader.
+    pub fn eligible(&self) -> &'static str {
+        if self.any_version {
+            ELIGIBLE_ANY_VERSION
+        } else {
+            ELIGIBLE
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The `cmp_entities` and `cmp_memory_entities` tables (filled by the schema's triggers from each
+//! memory's `entities` JSON): entity names, how many memories link to an entity, and the memories
+//! linked to entities, read through the eligibility rule.
+
+use super::eligibility::{Reader, VISIBLE};
+use super::memories::{memory_from_row, Memory, MEMORY_COLS};
+use rusqlite::{named_params, Connection};
+use std::collections::HashSet;
+
+/// Every entity: (id, name).
+pub fn all(conn: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut st = conn.prepare_cached("SELECT id, name FROM cmp_entities")?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// The largest rid of `cmp_memories` (0 when empty): an O(log n) stand-in for the row count.
+pub fn max_rid(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT coalesce(max(rid), 0) FROM cmp_memories", [], |r| r.get(0))
+}
+
+/// How many memories link to `entity`, counted up to `cap` (a count of `cap` means "at least").
+pub fn links_up_to(conn: &Connection, entity: i64, cap: i64) -> rusqlite::Result<i64> {
+    let mut st =
+        conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM cmp_memory_entities WHERE entity_id = ?1 LIMIT ?2)")?;
+    st.query_row(rusqlite::params![entity, cap], |r| r.get(0))
+}
+
+/// Of the memories `rids`, those linked to any of `entity_ids`.
+pub fn linked(conn: &Connection, entity_ids: &[i64], rids: &[i64]) -> rusqlite::Result<HashSet<i64>> {
+    if entity_ids.is_empty() || rids.is_empty() {
+        return Ok(Default::default());
+    }
+    let mut st = conn.prepare_cached(
+        "SELECT DISTINCT rid FROM cmp_memory_entities
+         WHERE entity_id IN (SELECT value FROM json_each(?1)) AND rid IN (SELECT value FROM json_each(?2))",
+    )?;
+    let e = serde_json::to_string(entity_ids).unwrap_or_else(|_| "[]".into());
+    let r = serde_json::to_string(rids).unwrap_or_else(|_| "[]".into());
+    let rows = st.query_map([e, r], |x| x.get(0))?;
+    rows.collect()
+}
+
+/// Eligible, visible memories linked to any of `entity_ids` with how many of them each links to:
+/// most links first, then newest, at most `limit`.
+pub fn memories_linked(
+    conn: &Connection,
+    r: Reader<'_>,
+    entity_ids: &[i64],
+    limit: usize,
+) -> rusqlite::Result<Vec<(Memory, i64)>> {
+    if entity_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = serde_json::to_string(entity_ids).unwrap_or_else(|_| "[]".into());
+    let sql = format!(
+        "SELECT {MEMORY_COLS}, count(*) AS hits
+         FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
+         WHERE l.entity_id IN (SELECT value FROM json_each(:ids))
+           AND {} AND {VISIBLE}
+         GROUP BY m.rid
+         ORDER BY hits DESC, coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n",
+        r.eligible()
+    );
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(named_params! {":ids": ids, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, |x| {
+        Ok((memory_from_row(x)?, x.get::<_, i64>(14)?))
+    })?;
+    rows.collect()
+}
+
+/// The entities memory `rid` links to: (id, name), by name.
+pub fn of_memory(conn: &Connection, rid: i64) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut st = conn.prepare_cached(
+        "SELECT e.id, e.name FROM cmp_memory_entities AS l JOIN cmp_entities AS e ON e.id = l.entity_id
+         WHERE l.rid = ?1 ORDER BY e.name",
+    )?;
+    let rows = st.query_map([rid], |x| Ok((x.get(0)?, x.get(1)?)))?;
+    rows.collect()
+}
+
+/// The `limit` newest eligible, visible memories other than `rid` linked to `entity`.
+pub fn neighbours(
+    conn: &Connection,
+    r: Reader<'_>,
+    entity: i64,
+    rid: i64,
+    limit: usize,
+) -> rusqlite::Result<Vec<Memory>> {
+    let sql = format!(
+        "SELECT {MEMORY_COLS} FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
+         WHERE l.entity_id = :e AND m.rid <> :rid AND {} AND {VISIBLE}
+         ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n",
+        r.eligible()
+    );
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(
+        named_params! {":e": entity, ":rid": rid, ":scope": r.scope, ":h": r.h, ":n": limit as i64},
+        memory_from_row,
+    )?;
+    rows.collect()
+}

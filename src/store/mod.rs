@@ -1,0 +1,19 @@
+//! Every SQL statement cmp runs, one file per table: [`schema`] (`cmp_meta` and the schema),
+//! [`memories`] (`cmp_memories`), [`entities`] (`cmp_entities`, `cmp_memory_entities`), [`tasks`]
+//! (`cmp_tasks`), [`sessions`] (`cmp_sessions`, `cmp_pins`); and [`eligibility`], the one rule for
+//! which memory rows a read may see. The rest of the crate works on the plain structs defined here.
+
+pub mod eligibility;
+pub mod entities;
+pub mod memories;
+pub mod schema;
+pub mod sessions;
+pub mod tasks;
+
+pub use eligibility::{Reader, ELIGIBLE, ELIGIBLE_ANY_VERSION, VISIBLE};
+pub use memories::{
+    live_head, memory_from_row, memory_from_row_at, parse_entities, remember, Kind, Memory, NewMemory, RememberError,
+    Remembered, MEMORY_COLS,
+};
+pub use schema::{init, initialized, meta, unwritable, SCHEMA_SQL, SCHEMA_VERSION};
+pub use sessions::{load_session, put_pin, ref_status, reset_session, save_session, Status};

@@ -1,0 +1,141 @@
+//! The `cmp_meta` table and the schema: creating and upgrading it, its version, and whether this
+//! connection can write at all.
+
+use crate::error::{Error, Result};
+use rusqlite::{Connection, OptionalExtension};
+
+/// The schema, applied by `cmp_init()`.
+pub const SCHEMA_SQL: &str = include_str!("../../sql/schema.sql");
+/// Version written by this build. History: 1 = memories, tasks, FTS, entities, meta;
+/// 2 = adds sessions, pins and the recency index (all additive: schema.sql upgrades v1 in place);
+/// 3 = adds the character-pair index of spaceless scripts (`cmp_memories_ngram`, filled from the
+/// existing rows on upgrade).
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// Creates or upgrades the schema. Idempotent.
+pub fn init(conn: &Connection) -> Result<i64> {
+    let has_meta: bool = conn
+        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'cmp_meta'", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map(|n| n > 0)?;
+    let current: Option<i64> = if has_meta {
+        conn.query_row("SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .optional()?
+    } else {
+        None
+    };
+    if let Some(v) = current {
+        if v > SCHEMA_VERSION {
+            return Err(Error::Schema(format!(
+                "database schema version {v} is newer than this extension's ({SCHEMA_VERSION}); upgrade cmp"
+            )));
+        }
+        if v == SCHEMA_VERSION {
+            return Ok(v);
+        }
+    }
+    if let Some(why) = unwritable(conn) {
+        let msg =
+            format!("the schema needs creating or upgrading, which cannot be done here: {why}; run it on the primary");
+        return Err(Error::Unwritable(msg));
+    }
+    // All-or-nothing: a failure leaves the database as it was.
+    conn.execute_batch("SAVEPOINT cmp_init")?;
+    let r = conn.execute_batch(SCHEMA_SQL).and_then(|_| {
+        // The character-pair index arrived in version 3: index the rows written before it.
+        if current.is_some_and(|v| v < 3) {
+            conn.execute_batch("INSERT INTO cmp_memories_ngram(cmp_memories_ngram) VALUES ('rebuild')")?;
+        }
+        conn.execute(
+            "INSERT INTO cmp_meta(key, value) VALUES ('schema_version', ?1)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [SCHEMA_VERSION.to_string()],
+        )
+    });
+    match r {
+        Ok(_) => {
+            conn.execute_batch("RELEASE cmp_init")?;
+            Ok(SCHEMA_VERSION)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO cmp_init; RELEASE cmp_init");
+            Err(e.into())
+        }
+    }
+}
+
+/// A value from `cmp_meta`, or None (also when the schema is missing).
+pub fn meta(conn: &Connection, key: &str) -> Option<String> {
+    conn.query_row("SELECT value FROM cmp_meta WHERE key = ?1", [key], |r| r.get(0)).optional().ok().flatten()
+}
+
+/// True when `cmp_init()` has run on this database.
+pub fn initialized(conn: &Connection) -> bool {
+    meta(conn, "schema_version").is_some()
+}
+
+/// Why a write made on `conn` would not last, or `None` when it would. cmp_init, cmp_context and
+/// cmp_session_reset write from inside a SELECT; where that write cannot durably land they must fail
+/// rather than answer as if it had. Three cases: a database opened read-only, `PRAGMA query_only`,
+/// and a libSQL server (sqld) read replica. A replica runs a SELECT on its own copy, where the write
+/// succeeds, is read back by later calls on that replica, never reaches the primary, and vanishes when
+/// the primary's next change to the same page replicates. sqld keeps a `client_wal_index` file in a
+/// replica's database directory and none beside a primary's, which is what is checked here.
+pub fn unwritable(conn: &Connection) -> Option<&'static str> {
+    if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+        return Some("the database is open read-only");
+    }
+    if conn.pragma_query_value(None, "query_only", |r| r.get::<_, bool>(0)).unwrap_or(false) {
+        return Some("PRAGMA query_only is on");
+    }
+    let file = conn.path().filter(|p| !p.is_empty())?;
+    let dir = std::path::Path::new(file).parent()?;
+    if dir.join("client_wal_index").exists() {
+        return Some(
+            "this database is a libSQL (sqld) read replica, whose local writes are overwritten by the primary's \
+             next replicated change",
+        );
+    }
+    None
+}
+
+/// True when this SQLite has FTS5.
+pub fn has_fts5(conn: &Connection) -> bool {
+    conn.query_row("SELECT sqlite_compileoption_used('ENABLE_FTS5')", [], |r| r.get::<_, i64>(0))
+        .map(|v| v == 1)
+        .unwrap_or(false)
+        || conn
+            .query_row("SELECT count(*) FROM pragma_module_list WHERE name = 'fts5'", [], |r| r.get::<_, i64>(0))
+            .map(|v| v > 0)
+            .unwrap_or(false)
+}
+
+/// The version of the SQLite library this connection runs on.
+pub fn sqlite_version(conn: &Connection) -> rusqlite::Result<String> {
+    conn.query_row("SELECT sqlite_version()", [], |r| r.get(0))
+}
+
+/// This database's id and the generation of its entity set (0 before any entity), which key the
+/// entity gazetteer cache.
+pub fn entity_generation(conn: &Connection) -> rusqlite::Result<(String, i64)> {
+    conn.query_row(
+        "SELECT (SELECT value FROM cmp_meta WHERE key = 'db_id'),
+                (SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'entity_gen')",
+        [],
+        |r| Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
+    )
+}
+
+/// Errors clearly when `cmp_init()` has not run on this database, or ran with an older version.
+pub fn require(conn: &Connection) -> Result<()> {
+    let msg = match meta(conn, "schema_version").and_then(|v| v.parse::<i64>().ok()) {
+        Some(v) if v == SCHEMA_VERSION => return Ok(()),
+        Some(v) if v < SCHEMA_VERSION => {
+            format!("the cmp schema is version {v}; run SELECT cmp_init() to upgrade it to {SCHEMA_VERSION}")
+        }
+        Some(v) => format!("the cmp schema is version {v}, newer than this extension's; upgrade cmp"),
+        None => "the cmp schema is missing; run SELECT cmp_init() first".into(),
+    };
+    Err(Error::Schema(msg))
+}

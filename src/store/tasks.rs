@@ -1,0 +1,50 @@
+//! The `cmp_tasks` table: open tasks (the open_loops layer), a task by id, which ids are tasks.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// One task row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    /// `task_…` id, the citation ref.
+    pub id: String,
+    /// The text.
+    pub title: Option<String>,
+    /// `open` or `done`.
+    pub status: Option<String>,
+    /// When it is due.
+    pub due_at: Option<String>,
+    /// The `entities` JSON text.
+    pub entities: Option<String>,
+}
+
+/// Up to `limit` open tasks of `scope` (id, title, due_at, entities; status unread), soonest due
+/// first, undated last.
+pub fn open(conn: &Connection, scope: &str, limit: usize) -> rusqlite::Result<Vec<Task>> {
+    let mut st = conn.prepare_cached(
+        "SELECT id, title, due_at, entities FROM cmp_tasks
+         WHERE scope = ?1 AND status = 'open' AND id IS NOT NULL
+         ORDER BY due_at IS NULL, due_at, id LIMIT ?2",
+    )?;
+    let rows = st.query_map(params![scope, limit as i64], |r| {
+        Ok(Task { id: r.get(0)?, title: r.get(1)?, status: None, due_at: r.get(2)?, entities: r.get(3)? })
+    })?;
+    rows.collect()
+}
+
+/// The task `id` of `scope`, if any.
+pub fn by_id(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<Option<Task>> {
+    conn.query_row(
+        "SELECT id, title, status, due_at, entities FROM cmp_tasks WHERE id = ?1 AND scope = ?2",
+        params![id, scope],
+        |r| Ok(Task { id: r.get(0)?, title: r.get(1)?, status: r.get(2)?, due_at: r.get(3)?, entities: r.get(4)? }),
+    )
+    .optional()
+}
+
+/// Of the ids in the JSON array `ids`, those that are tasks of `scope`.
+pub fn existing(conn: &Connection, ids: &str, scope: &str) -> rusqlite::Result<Vec<String>> {
+    let mut st =
+        conn.prepare_cached("SELECT id FROM cmp_tasks WHERE id IN (SELECT value FROM json_each(?1)) AND scope = ?2")?;
+    let rows = st.query_map(params![ids, scope], |r| r.get(0))?;
+    rows.collect()
+}
