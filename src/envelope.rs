@@ -319,6 +319,12 @@ impl Layout {
         if self.session {
             cost += self.unit_sep(&Self::new_unit(&v.item.r#ref, v.item.relevance), true);
         }
+        if self.audit() && self.format != Format::Markdown {
+            // With audit, `graph` lists the item's ref under each entity it names: one more token for
+            // where the ref meets its neighbours in the entry's line.
+            let listed = self.counter.count(&format!("{},", json!(v.item.r#ref))) + 1;
+            cost += listed * v.item.entities.len();
+        }
         cost
     }
 

@@ -32,28 +32,9 @@ pub fn shortest(item: &Item) -> (String, Option<&'static str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pack::Layer;
 
     fn item(content: &str, summary: Option<&str>) -> Item {
-        Item {
-            r#ref: "mem_1".into(),
-            content: content.into(),
-            summary: summary.map(Into::into),
-            layer: Layer::Facts,
-            kind: None,
-            relevance: None,
-            basis: None,
-            retrievers: vec![],
-            matched_terms: vec![],
-            fused_rank: None,
-            source_url: None,
-            confidence: None,
-            trust: 0.5,
-            occurred_at: None,
-            age_days: 0.0,
-            entities: vec![],
-            conflict: false,
-        }
+        Item { summary: summary.map(Into::into), ..crate::pack::testing::item("mem_1", content) }
     }
 
     #[test]

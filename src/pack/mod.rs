@@ -244,12 +244,14 @@ const SUMMARY_SEPARATOR: &str = "\n\n";
 /// Growth steps from an admitted step to the full text, each adding at most [`MAX_STEP_TOKENS`]
 /// content tokens. When the item entered as its stored summary, the summary stays in front of the
 /// text that follows it: a summary is never lost by growing.
+/// `full` is the full text's cost when the caller already priced it.
 fn upgrades(
     idx: usize,
     item: &Item,
     p: &Params<'_>,
     admit: &Step,
     folded: &[String],
+    full: Option<usize>,
 ) -> std::collections::VecDeque<Step> {
     let m = p.meter;
     let text = item.content.as_str();
@@ -274,7 +276,10 @@ fn upgrades(
             let cut = m.cut(text, target.saturating_sub(lead_tokens).max(1));
             (format!("{lead}{cut}"), Some("truncated"))
         };
-        let c = m.cost(item, &content, tag, folded);
+        let c = match (tag, full) {
+            (None, Some(c)) => c,
+            _ => m.cost(item, &content, tag, folded),
+        };
         // The full text ends the growth even when it costs no more than the step before it (it
         // replaces summary + partial text).
         if c > cur || tag.is_none() {
@@ -331,15 +336,17 @@ pub(crate) fn plan(idx: usize, item: &Item, p: &Params<'_>, ladder: bool, folded
     let cost = p.meter.cost(item, &content, tag, folded);
     // A short text whose rung costs as much as the text itself (its `why.compressed` outweighs what
     // the rung saves) enters as the text.
+    let mut full = None;
     if tag.is_some() && p.meter.content_tokens(&item.content) <= MAX_STEP_TOKENS {
-        let full = p.meter.cost(item, &item.content, None, folded);
-        if full <= cost {
-            let admit = Step { item: idx, content: item.content.clone(), compressed: None, cost: full };
+        let c = p.meter.cost(item, &item.content, None, folded);
+        if c <= cost {
+            let admit = Step { item: idx, content: item.content.clone(), compressed: None, cost: c };
             return Plan { upgrades: std::collections::VecDeque::new(), admit };
         }
+        full = Some(c);
     }
     let admit = Step { item: idx, content, compressed: tag, cost };
-    Plan { upgrades: upgrades(idx, item, p, &admit, folded), admit }
+    Plan { upgrades: upgrades(idx, item, p, &admit, folded, full), admit }
 }
 
 /// The floor for the top item of a layer that must be present (the top constraint): its first ladder
@@ -376,7 +383,7 @@ pub(crate) fn floor_plan(idx: usize, item: &Item, p: &Params<'_>, room: usize, f
             }
         }
     };
-    Some(Plan { upgrades: upgrades(idx, item, p, &admit, folded), admit })
+    Some(Plan { upgrades: upgrades(idx, item, p, &admit, folded, None), admit })
 }
 
 /// Final content and compression tag of an admitted item.
