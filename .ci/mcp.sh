@@ -18,6 +18,11 @@ trap 'rm -rf "$tmp"' EXIT
 echo "== cargo package -p cmp -p cmp-mcp"
 # cmp-mcp depends on the workspace's cmp (`version = "=0.1.0"`); packaging both lets cargo verify
 # cmp-mcp against the cmp packaged beside it (a crate named cmp on crates.io is another project).
+# Cargo unpacks that cmp into its registry cache keyed by name and version only, and reuses an
+# earlier unpacking as it is: a run on a machine that packaged an older cmp 0.1.0 would verify
+# cmp-mcp against the old sources. Drop those unpackings first (only cmp 0.1.0's, nothing else).
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+rm -rf "$cargo_home"/registry/src/*/cmp-0.1.0 "$cargo_home"/registry/cache/*/cmp-0.1.0.crate
 cargo package -p cmp -p cmp-mcp --allow-dirty > "$tmp/package.log" 2>&1 || { cat "$tmp/package.log"; exit 1; }
 grep -E '^ *(Packaged|Verifying)' "$tmp/package.log"
 tar -tzf target/package/cmp-mcp-0.1.0.crate | sed 's|^[^/]*/||' | sort > "$tmp/files"
