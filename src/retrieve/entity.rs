@@ -13,15 +13,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// What the entity retriever found.
 #[derive(Debug, Default)]
 pub struct Entities {
-    /// Memories linked to the task's entities, best first.
+    /// Memories linked to a selective entity named in the task, best first.
     pub ranking: Ranking,
+    /// Full-text matches that name a common entity of the task, in full-text order: they are
+    /// boosted within the full-text ranking ([`boost_named`]), not ranked on their own.
+    pub named: Ranking,
     /// Entity names recognised in the task, in order of first mention.
     pub names: Vec<String>,
 }
 
-/// The entity ranking: memories linked to a selective entity named in the task, then (re-ranked, not
-/// admitted) the full-text matches `fts` that name a common one. `task` is the task's hashing
-/// embedding.
+/// The entity ranking: memories linked to a selective entity named in the task; and the full-text
+/// matches `fts` that name a common one. `task` is the task's hashing embedding.
 pub fn rank(
     conn: &Connection,
     q: &Query<'_>,
@@ -32,20 +34,54 @@ pub fn rank(
     let gz = gazetteer(conn)?;
     let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
     let (selective, common) = split_common(conn, &entity_ids)?;
-    let mut ranking = linked_ranking(conn, q, &selective, task, pool)?;
+    let ranking = linked_ranking(conn, q, &selective, task, pool)?;
+    let mut named = Vec::new();
     if !common.is_empty() {
-        // Common entities only re-rank: the memories full-text search found that name one of them
-        // follow, in their full-text order.
         let rids: Vec<i64> = fts.iter().map(|&i| pool.mems[i].rid).collect();
-        let named = entities::linked(conn, &common, &rids)?;
-        let have: HashSet<usize> = ranking.iter().copied().collect();
-        for &i in fts {
-            if named.contains(&pool.mems[i].rid) && !have.contains(&i) {
-                ranking.push(i);
-            }
-        }
+        let linked = entities::linked(conn, &common, &rids)?;
+        named = fts.iter().copied().filter(|&i| linked.contains(&pool.mems[i].rid)).collect();
     }
-    Ok(Entities { ranking, names })
+    Ok(Entities { ranking, named, names })
+}
+
+/// How much a common entity named in the task strengthens a full-text match that names it: its
+/// BM25 strength counts `1 + COMMON_BOOST` times. A common entity (a speaker of a two-person chat)
+/// says little on its own, so it settles near-ties among matches of the task's other words instead
+/// of voting in the fusion, where one vote lifted every weak match naming it above a strong match
+/// that does not (a question that names the wrong person lost its evidence). BENCHMARKS.md,
+/// "Common entities", shows the sweep on LoCoMo and realtalk-dev.
+pub const COMMON_BOOST: f64 = 0.25;
+
+/// Share of the strongest full-text match's strength a match naming a common entity needs for that
+/// entity to vote for it in the fusion (as a selective entity votes for its memories).
+pub const NAMED_VOTE_FLOOR: f64 = 0.6;
+
+/// The matches of `named` (in full-text order) at least [`NAMED_VOTE_FLOOR`] as strong as the
+/// strongest full-text match: the ones a common entity votes for (none when there are no strengths:
+/// the character-pair index ranked too).
+pub fn named_votes(fts: &[usize], strength: &[f64], named: &[usize]) -> Ranking {
+    if strength.len() != fts.len() {
+        return Vec::new();
+    }
+    let top = strength.iter().copied().fold(0.0, f64::max);
+    let floor = super::knob("CMP_NAMED_FLOOR", NAMED_VOTE_FLOOR) * top;
+    let named: HashSet<usize> = named.iter().copied().collect();
+    fts.iter().zip(strength).filter(|(i, &s)| named.contains(i) && s >= floor).map(|(&i, _)| i).collect()
+}
+
+/// The full-text ranking `fts` (strengths `strength`, parallel to it) reordered with the matches in
+/// `named` strengthened by [`COMMON_BOOST`]; unchanged when there are no strengths (the
+/// character-pair index ranked too) or nothing is named. Equal strengths keep their order.
+pub fn boost_named(fts: &[usize], strength: &[f64], named: &[usize]) -> Ranking {
+    if named.is_empty() || strength.len() != fts.len() {
+        return fts.to_vec();
+    }
+    let named: HashSet<usize> = named.iter().copied().collect();
+    let boost = 1.0 + super::knob("CMP_COMMON_BOOST", COMMON_BOOST);
+    let mut v: Vec<(usize, f64)> =
+        fts.iter().zip(strength).map(|(&i, &s)| (i, if named.contains(&i) { s * boost } else { s })).collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v.into_iter().map(|(i, _)| i).collect()
 }
 
 /// The memories linked to `entity_ids`: more task entities first, then closeness to the task text
@@ -246,6 +282,26 @@ mod tests {
         assert_eq!(ids(&pool, &e.ranking), ["mem_2", "mem_1"], "more task entities first");
         let e = rank(&conn, &query("nobody"), &[], &[], &mut Pool::default()).expect("rank");
         assert!(e.ranking.is_empty() && e.names.is_empty());
+    }
+
+    #[test]
+    fn a_common_entity_settles_near_ties_and_never_lifts_a_weak_match_over_a_strong_one() {
+        let fts = [10, 11, 12, 13];
+        let strength = [8.0, 4.0, 3.9, 1.0];
+        // 12 names the entity: it passes 11 (a near tie), not 10 (twice as strong).
+        assert_eq!(boost_named(&fts, &strength, &[12, 13]), [10, 12, 11, 13]);
+        assert_eq!(boost_named(&fts, &strength, &[]), fts, "nothing named: unchanged");
+        assert_eq!(boost_named(&fts, &[], &[12]), fts, "no strengths (pair index ranked too): unchanged");
+        let tied = [5.0, 5.0, 5.0, 5.0];
+        assert_eq!(boost_named(&fts, &tied, &[]), fts, "equal strengths keep their order");
+    }
+
+    #[test]
+    fn a_common_entity_votes_only_for_matches_close_to_the_best() {
+        let fts = [10, 11, 12, 13];
+        let strength = [10.0, 7.0, 5.0, 6.5];
+        assert_eq!(named_votes(&fts, &strength, &[13, 12, 10]), [10, 13], "in full-text order, ≥ 0.6 of the best");
+        assert!(named_votes(&fts, &[], &[10]).is_empty());
     }
 
     #[test]

@@ -8,8 +8,7 @@
 
 use super::pool::{Pool, Ranking};
 use super::{Query, Terms, FTS_LIMIT};
-use crate::store::memories::{fts_top, ngram_top};
-use crate::store::Memory;
+use crate::store::memories::{fts_top, ngram_top, Match};
 use crate::text;
 use rusqlite::Connection;
 
@@ -20,34 +19,40 @@ pub struct Lexical {
     pub ranking: Ranking,
     /// Matches captured after the horizon (not yet visible), counted once each.
     pub pending: usize,
+    /// The BM25 strength (−bm25, higher is better) of each entry of `ranking`, when the ranking is
+    /// the word index's alone; empty when the character-pair index ranked too.
+    pub strength: Vec<f64>,
 }
 
 /// The full-text ranking: the word index, and the character-pair index for text in scripts written
 /// without spaces; when both find something for a task in such a script, their rankings are fused.
 pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) -> rusqlite::Result<Lexical> {
     let mut pending = 0;
-    let word = match match_expr(&terms.words) {
+    let (word, word_strength) = match match_expr(&terms.words) {
         Some(expr) => split_visible(fts_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
-        None => Vec::new(),
+        None => Default::default(),
     };
-    let gram = match match_expr(&terms.grams) {
+    let (gram, _) = match match_expr(&terms.grams) {
         Some(expr) => split_visible(ngram_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
-        None => Vec::new(),
+        None => Default::default(),
     };
-    Ok(Lexical { ranking: merge(word, gram, q.task, pool), pending })
+    let strength = if gram.is_empty() { word_strength } else { Vec::new() };
+    Ok(Lexical { ranking: merge(word, gram, q.task, pool), pending, strength })
 }
 
-/// Pools the visible matches (in their order) and counts the others as pending.
-fn split_visible(found: Vec<(Memory, bool)>, pool: &mut Pool, pending: &mut usize) -> Ranking {
-    let mut rank = Vec::new();
-    for (m, visible) in found {
-        if visible {
-            rank.push(pool.add(m));
-        } else if pool.index_of(m.rid).is_none() {
+/// Pools the visible matches (in their order) and counts the others as pending; with each visible
+/// match's strength (−bm25).
+fn split_visible(found: Vec<Match>, pool: &mut Pool, pending: &mut usize) -> (Ranking, Vec<f64>) {
+    let (mut rank, mut strength) = (Vec::new(), Vec::new());
+    for m in found {
+        if m.visible {
+            rank.push(pool.add(m.mem));
+            strength.push(-m.bm25);
+        } else if pool.index_of(m.mem.rid).is_none() {
             *pending += 1;
         }
     }
-    rank
+    (rank, strength)
 }
 
 /// One ranking from the word index's and the character-pair index's.

@@ -14,8 +14,11 @@ pub struct Rankings {
     pub fts: Ranking,
     /// Vector (relevance-bearing).
     pub vector: Ranking,
-    /// Entity (relevance-bearing).
+    /// Entity (relevance-bearing): memories linked to a selective entity of the task.
     pub entity: Ranking,
+    /// Full-text matches naming a common entity of the task: found by the entity retriever too, but
+    /// not fused (the full-text ranking already holds their boost).
+    pub named: Ranking,
     /// Context neighbours (relevance-bearing).
     pub context: Ranking,
     /// Newest memories (no relevance).
@@ -107,8 +110,16 @@ pub fn candidates(mut pool: Pool, r: &Rankings, terms: &[String], weights: &[f64
     let order = slots(&pool, r, weights);
     let term_set: HashSet<&str> = terms.iter().map(String::as_str).collect();
     let matched: Vec<Vec<String>> = order.iter().map(|s| matched_terms(&mut pool, s.item, &term_set)).collect();
-    let found: Vec<(Retriever, HashSet<usize>)> =
-        Retriever::ALL.iter().map(|&k| (k, r.of(k).iter().copied().collect())).collect();
+    let found: Vec<(Retriever, HashSet<usize>)> = Retriever::ALL
+        .iter()
+        .map(|&k| {
+            let mut set: HashSet<usize> = r.of(k).iter().copied().collect();
+            if k == Retriever::Entity {
+                set.extend(r.named.iter().copied());
+            }
+            (k, set)
+        })
+        .collect();
     let has = |k: Retriever, i: usize| found.iter().any(|(x, set)| *x == k && set.contains(&i));
     let mut mems: Vec<Option<Memory>> = pool.into_memories().into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(order.len());

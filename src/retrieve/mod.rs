@@ -109,21 +109,28 @@ impl Basis {
 /// Weights of the fused rankings in reciprocal rank fusion, in the order fts, vector, entity,
 /// context. A word of the task found in a memory is the strongest evidence there is; the built-in
 /// hashing embedder only re-ranks what was found, so it counts half. Measured on LoCoMo and
-/// realtalk-dev alike (BENCHMARKS.md, "Fusion weights"): with equal weights a memory that matches a
-/// rare word of the task lost to its neighbours, which collect votes from every other ranking.
-pub const FUSION_WEIGHTS: [f64; 4] = [2.0, 0.5, 1.0, 0.5];
+/// realtalk-dev alike (BENCHMARKS.md, "Fusion weights" and "Common entities"): with equal weights a
+/// memory that matches a rare word of the task lost to its neighbours, which collect votes from every
+/// other ranking; full text counts 4 since a common entity (a chat's speaker) no longer votes for every
+/// match that names it, which had doubled as a full-text vote.
+pub const FUSION_WEIGHTS: [f64; 4] = [4.0, 0.5, 1.0, 0.5];
 
 /// The fusion weights in force: [`FUSION_WEIGHTS`], or, in a build with the `eval-knobs` feature
 /// (evaluation only), `CMP_W_FTS`, `CMP_W_VEC`, `CMP_W_ENT`, `CMP_W_CTX` from the environment.
 fn fusion_weights() -> [f64; 4] {
+    let d = FUSION_WEIGHTS;
+    [knob("CMP_W_FTS", d[0]), knob("CMP_W_VEC", d[1]), knob("CMP_W_ENT", d[2]), knob("CMP_W_CTX", d[3])]
+}
+
+/// A tuned constant in force: `value`, or, in a build with the `eval-knobs` feature (evaluation
+/// only), the number in the environment variable `name` when it holds one.
+pub(crate) fn knob(name: &str, value: f64) -> f64 {
     #[cfg(feature = "eval-knobs")]
-    {
-        let w = |k: &str, d: f64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-        let d = FUSION_WEIGHTS;
-        [w("CMP_W_FTS", d[0]), w("CMP_W_VEC", d[1]), w("CMP_W_ENT", d[2]), w("CMP_W_CTX", d[3])]
+    if let Some(v) = std::env::var(name).ok().and_then(|v| v.parse().ok()) {
+        return v;
     }
-    #[cfg(not(feature = "eval-knobs"))]
-    FUSION_WEIGHTS
+    let _ = name;
+    value
 }
 
 /// What to retrieve.
@@ -274,16 +281,24 @@ pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
     let task_vec = vector::hash_embed(q.task);
     let mut pool = Pool::default();
     let lexical = fts::rank(conn, q, &terms, &mut pool)?;
-    let context = context::rank(conn, q, &lexical.ranking, &mut pool)?;
     let entities = entity::rank(conn, q, &lexical.ranking, &task_vec, &mut pool)?;
+    let fts = entity::boost_named(&lexical.ranking, &lexical.strength, &entities.named);
+    let mut entity_ranking = entities.ranking;
+    for i in entity::named_votes(&lexical.ranking, &lexical.strength, &entities.named) {
+        if !entity_ranking.contains(&i) {
+            entity_ranking.push(i);
+        }
+    }
+    let context = context::rank(conn, q, &fts, &mut pool)?;
     // The hashing embedder ranks what the retrievers above found (recency and rules come after it).
     let vectors = vector::rank(conn, q, &task_vec, &mut pool)?;
     let recency = recency::rank(conn, q, &mut pool)?;
     let constraints = recency::rules_rank(conn, q, &mut pool)?;
     let rankings = Rankings {
-        fts: lexical.ranking,
+        fts,
         vector: vectors.ranking,
-        entity: entities.ranking,
+        entity: entity_ranking,
+        named: entities.named,
         context,
         recency,
         constraints,

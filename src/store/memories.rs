@@ -161,6 +161,18 @@ pub fn live_head(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<O
     Ok(None)
 }
 
+/// One full-text match: the row, whether it is visible at the horizon ([`VISIBLE`]), and its BM25
+/// score (FTS5's `bm25()`: lower is better).
+#[derive(Debug, Clone)]
+pub struct Match {
+    /// The row.
+    pub mem: Memory,
+    /// Captured by the horizon.
+    pub visible: bool,
+    /// BM25 as FTS5 computes it (negative; lower is a better match).
+    pub bm25: f64,
+}
+
 /// The SQL of the BM25 top-k query over rows meeting `eligible` (also the benchmark floor).
 pub fn fts_sql(eligible: &str) -> String {
     fts_sql_with(eligible, "")
@@ -189,12 +201,16 @@ pub fn ngram_sql(eligible: &str) -> String {
 
 /// Top `limit` eligible memories by BM25 over the character-pair index for the FTS5 query `expr`
 /// (best first), each with whether it is visible at the horizon ([`VISIBLE`]).
-pub fn ngram_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<(Memory, bool)>> {
+pub fn ngram_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Match>> {
     let mut st = conn.prepare_cached(&ngram_sql(r.eligible()))?;
-    let rows = st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, |x| {
-        Ok((memory_from_row(x)?, x.get::<_, bool>(15)?))
-    })?;
+    let rows =
+        st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, match_at_14)?;
     rows.collect()
+}
+
+/// A [`Match`] from a row of [`MEMORY_COLS`], then the score, then the visibility.
+fn match_at_14(x: &Row<'_>) -> rusqlite::Result<Match> {
+    Ok(Match { mem: memory_from_row(x)?, bm25: x.get(14)?, visible: x.get(15)? })
 }
 
 /// Rows FTS5 ranks first that are read beyond `limit`, before the eligibility filter.
@@ -211,12 +227,12 @@ const FAST_PATH_MAX: usize = 8192;
 /// eligibility, in the same statement. The first `limit` eligible rows of that prefix are the answer
 /// when there are `limit` of them, or when the prefix holds every match. Otherwise `m` grows, and
 /// past [`FAST_PATH_MAX`] the join query answers.
-pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<(Memory, bool)>> {
+pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Match>> {
     let mut m = limit + OVERFETCH;
     while m <= FAST_PATH_MAX {
         let _t = crate::timing::phase("fts: ranked rows, eligibility");
         let mut st = conn.prepare_cached(&format!(
-            "SELECT f.rowid, m.rid IS NOT NULL, {VISIBLE}, {MEMORY_COLS}
+            "SELECT f.rank, m.rid IS NOT NULL, {VISIBLE}, {MEMORY_COLS}
              FROM (SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH :q
                    ORDER BY rank, rowid LIMIT :m) AS f
              LEFT JOIN cmp_memories AS m ON m.rid = f.rowid AND {}
@@ -225,11 +241,11 @@ pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> ru
         ))?;
         let mut rows = st.query(named_params! {":q": expr, ":m": m as i64, ":scope": r.scope, ":h": r.h})?;
         let mut n = 0usize;
-        let mut found: Vec<(Memory, bool)> = Vec::new();
+        let mut found: Vec<Match> = Vec::new();
         while let Some(row) = rows.next()? {
             n += 1;
             if row.get::<_, bool>(1)? && found.len() < limit {
-                found.push((memory_from_row_at(row, 3)?, row.get(2)?));
+                found.push(Match { mem: memory_from_row_at(row, 3)?, visible: row.get(2)?, bm25: row.get(0)? });
             }
         }
         if n < m || found.len() >= limit {
@@ -239,9 +255,8 @@ pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> ru
     }
     let _t = crate::timing::phase("fts: join query (fallback)");
     let mut st = conn.prepare_cached(&fts_sql_with(r.eligible(), &format!(", {VISIBLE}")))?;
-    let rows = st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, |x| {
-        Ok((memory_from_row(x)?, x.get::<_, bool>(15)?))
-    })?;
+    let rows =
+        st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, match_at_14)?;
     rows.collect()
 }
 
