@@ -61,8 +61,10 @@ fn fit(
     let o = req.options;
     let worst = turn.map(|t| session::worst_delta(&t.state, &t.status));
     // The first page's cursor: the same for every round, shown only when the pack is partial.
+    let t = crate::timing::phase("render: cursor, reserve");
     let first_page = context::fitting_cursor(conn, req, g)?;
     let reserve = context::reserve(req, g, layout, first_page.clone(), worst.as_ref(), sid);
+    drop(t);
     // A budget too small for the compact legend gets the minimal one (about and rules) and no items:
     // the items' room is still judged against the compact legend, so no budget packs more than a
     // larger one.
@@ -70,7 +72,9 @@ fn fit(
     let render_with = if reserve > g.budget && layout.legend == Legend::Compact { &minimal } else { layout };
     let mut budget = g.budget;
     for _ in 0..FIT_ROUNDS {
+        let t = crate::timing::phase("render: pack");
         let pack = context::pack_at(g, budget, layout, reserve);
+        drop(t);
         let refs: Vec<(String, Option<f64>)> =
             pack.items.iter().map(|p| (p.item.r#ref.clone(), p.item.relevance)).collect();
         let advanced = turn.map(|t| session::advance(&t.state, &refs, pack.used, &g.terms, &t.status));
@@ -99,7 +103,9 @@ fn fit(
             pin,
             warnings: context::warnings(g),
         };
+        let t = crate::timing::phase("render: envelope");
         let r = render_with.render(&parts);
+        drop(t);
         if r.used <= g.budget {
             let next = advanced.map(|(mut next, _)| {
                 if let Some(last) = next.trajectory.last_mut() {
@@ -194,6 +200,7 @@ pub fn context(ctx: &Context<'_>) -> Result<String> {
     super::require_schema(&conn)?;
     let req = Request { task: &task, model: model.as_deref(), budget, options: &o };
     let g = context::gather(&conn, &req)?;
+    let _t = crate::timing::phase("render: pack, fit, session turn");
     render(&conn, &req, &g, sid.as_deref())
 }
 
