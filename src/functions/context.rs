@@ -196,12 +196,25 @@ pub fn context(ctx: &Context<'_>) -> Result<String> {
         let msg = "send \"delta\" needs a session_id (the delta is relative to what the session was served)";
         return Err(Error::usage(msg));
     }
-    let conn = unsafe { ctx.get_connection() }?;
-    super::require_schema(&conn)?;
-    let req = Request { task: &task, model: model.as_deref(), budget, options: &o };
-    let g = context::gather(&conn, &req)?;
+    let db = unsafe { ctx.get_connection()?.handle() };
+    // SAFETY: the handle of the connection this function runs on, open for the whole call.
+    unsafe { super::conn::with(db, |conn| context_on(conn, &task, model.as_deref(), budget, sid.as_deref(), &o)) }?
+}
+
+/// `cmp_context` on the connection `conn`.
+fn context_on(
+    conn: &Connection,
+    task: &str,
+    model: Option<&str>,
+    budget: Option<i64>,
+    sid: Option<&str>,
+    o: &options::Options,
+) -> Result<String> {
+    super::require_schema(conn)?;
+    let req = Request { task, model, budget, options: o };
+    let g = context::gather(conn, &req)?;
     let _t = crate::timing::phase("render: pack, fit, session turn");
-    render(&conn, &req, &g, sid.as_deref())
+    render(conn, &req, &g, sid)
 }
 
 /// The `cmp_items` table-valued function.
