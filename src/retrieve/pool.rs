@@ -20,7 +20,6 @@ pub struct Pool {
     analysed: Vec<Option<Vec<(String, String)>>>,
     /// Hashing-embedder cosine to the task, computed once per call.
     cos: Vec<Option<f32>>,
-    stems: HashMap<String, String>,
 }
 
 impl Pool {
@@ -54,11 +53,7 @@ impl Pool {
     /// The (stem, word) pairs of memory `i`'s content.
     pub fn analysed(&mut self, i: usize) -> &[(String, String)] {
         if self.analysed[i].is_none() {
-            let mut v = Vec::new();
-            for w in text::words(&self.mems[i].content) {
-                let st = self.stems.entry(w.clone()).or_insert_with(|| text::stem(&w)).clone();
-                v.push((st, w));
-            }
+            let v = text::words(&self.mems[i].content).into_iter().map(|w| (text::stem(&w), w)).collect();
             self.analysed[i] = Some(v);
         }
         self.analysed[i].as_deref().unwrap_or(&[])
