@@ -104,6 +104,25 @@ fn num(x: Option<f64>) -> Value {
     x.filter(|v| v.is_finite()).map_or(Value::Null, |v| json!((v * 1e6).round() / 1e6))
 }
 
+/// What [`num`] shows, as a number to serialise: 6 decimal places, or None (null).
+fn round_num(x: Option<f64>) -> Option<f64> {
+    x.filter(|v| v.is_finite()).map(|v| (v * 1e6).round() / 1e6)
+}
+
+/// The fields of an envelope item after its ref and content, in order, serialised without building
+/// a `Value` for them (every item is priced several times while packing).
+#[derive(serde::Serialize)]
+struct ItemRest<'a> {
+    layer: &'static str,
+    relevance: Option<f64>,
+    relevance_basis: Option<&'static str>,
+    why: Value,
+    source_url: Option<&'a str>,
+    confidence: Option<f64>,
+    occurred_at: Option<&'a str>,
+    entities: &'a [String],
+}
+
 /// The `why` object: provenance with `audit`, else only what changes how to read the item (null
 /// when nothing does).
 fn why_of(it: &Item, compressed: Option<&str>, folded: &[String], audit: bool) -> Value {
@@ -163,13 +182,11 @@ struct FullWhy<'a> {
 impl<'a> MemoryObject<'a> {
     fn of(p: &'a Packed) -> Self {
         let it = &p.item;
-        // What [`num`] shows: 6 decimal places, or null.
-        let num = |x: Option<f64>| x.filter(|v| v.is_finite()).map(|v| (v * 1e6).round() / 1e6);
         MemoryObject {
             r#ref: &it.r#ref,
             content: &p.content,
             layer: it.layer.name(),
-            relevance: num(it.relevance),
+            relevance: round_num(it.relevance),
             relevance_basis: it.basis,
             why: FullWhy {
                 retrievers: &it.retrievers,
@@ -179,7 +196,7 @@ impl<'a> MemoryObject<'a> {
                 compressed: p.compressed,
             },
             source_url: it.source_url.as_deref(),
-            confidence: num(it.confidence),
+            confidence: round_num(it.confidence),
             occurred_at: it.occurred_at.as_deref(),
             entities: &it.entities,
         }
@@ -341,17 +358,17 @@ impl Layout {
             head.push_str(&v.content.replace('\n', "\n  "));
             return vec![head];
         }
-        let rest = json!({
-            "layer": it.layer.name(),
-            "relevance": num(it.relevance),
-            "relevance_basis": it.basis,
-            "why": why_of(it, v.compressed, v.folded, self.audit()),
-            "source_url": it.source_url,
-            "confidence": num(it.confidence),
-            "occurred_at": it.occurred_at,
-            "entities": it.entities,
+        let rest = serde_json::to_string(&ItemRest {
+            layer: it.layer.name(),
+            relevance: round_num(it.relevance),
+            relevance_basis: it.basis,
+            why: why_of(it, v.compressed, v.folded, self.audit()),
+            source_url: it.source_url.as_deref(),
+            confidence: round_num(it.confidence),
+            occurred_at: it.occurred_at.as_deref(),
+            entities: &it.entities,
         })
-        .to_string();
+        .unwrap_or_default();
         vec![
             format!("{{\"ref\":{},", Value::String(it.r#ref.clone())),
             format!("\"content\":{},", Value::String(v.content.to_string())),
@@ -799,6 +816,31 @@ mod tests {
             packed(&Item { relevance: None, confidence: Some(-1e-9), ..full.clone() }, Some("truncated"), Vec::new()),
         ] {
             assert_eq!(memory_object(&p), object_as_value(&p));
+            let it = &p.item;
+            for audit in [false, true] {
+                let why = why_of(it, p.compressed, &p.folded_refs, audit);
+                let rest = json!({
+                    "layer": it.layer.name(),
+                    "relevance": num(it.relevance),
+                    "relevance_basis": it.basis,
+                    "why": why,
+                    "source_url": it.source_url,
+                    "confidence": num(it.confidence),
+                    "occurred_at": it.occurred_at,
+                    "entities": it.entities,
+                });
+                let derived = ItemRest {
+                    layer: it.layer.name(),
+                    relevance: round_num(it.relevance),
+                    relevance_basis: it.basis,
+                    why: why.clone(),
+                    source_url: it.source_url.as_deref(),
+                    confidence: round_num(it.confidence),
+                    occurred_at: it.occurred_at.as_deref(),
+                    entities: &it.entities,
+                };
+                assert_eq!(serde_json::to_string(&derived).unwrap(), rest.to_string());
+            }
             assert_eq!(serde_json::to_string(&MemoryObject::of(&p)).unwrap(), object_as_value(&p).to_string());
         }
     }
