@@ -142,6 +142,7 @@ pub fn gather(conn: &Connection, req: &Request<'_>) -> Result<Gathered> {
         q.recency_limit = RECALL_RECENCY;
     }
     let r = retrieve::retrieve(conn, &q)?;
+    let _t = crate::timing::phase("gather: items, open loops");
     let mut items: Vec<Item> = r.candidates.into_iter().map(|c| item_from_candidate(c, o.now)).collect();
     items.extend(open_loops(conn, &o.scope, &r.terms, o.now)?);
     let counter = Counter::for_model(req.model, profile.name);

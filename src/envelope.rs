@@ -104,6 +104,25 @@ fn num(x: Option<f64>) -> Value {
     x.filter(|v| v.is_finite()).map_or(Value::Null, |v| json!((v * 1e6).round() / 1e6))
 }
 
+/// What [`num`] shows, as a number to serialise: 6 decimal places, or None (null).
+fn round_num(x: Option<f64>) -> Option<f64> {
+    x.filter(|v| v.is_finite()).map(|v| (v * 1e6).round() / 1e6)
+}
+
+/// The fields of an envelope item after its ref and content, in order, serialised without building
+/// a `Value` for them (every item is priced several times while packing).
+#[derive(serde::Serialize)]
+struct ItemRest<'a> {
+    layer: &'static str,
+    relevance: Option<f64>,
+    relevance_basis: Option<&'static str>,
+    why: Value,
+    source_url: Option<&'a str>,
+    confidence: Option<f64>,
+    occurred_at: Option<&'a str>,
+    entities: &'a [String],
+}
+
 /// The `why` object: provenance with `audit`, else only what changes how to read the item (null
 /// when nothing does).
 fn why_of(it: &Item, compressed: Option<&str>, folded: &[String], audit: bool) -> Value {
@@ -128,20 +147,60 @@ fn why_of(it: &Item, compressed: Option<&str>, folded: &[String], audit: bool) -
 
 /// A packed item as a ten-field MemoryObject, with the full `why` (cmp_items, cmp_query, expand).
 pub fn memory_object(p: &Packed) -> Value {
-    let it = &p.item;
-    let why = why_of(it, p.compressed, &p.folded_refs, true);
-    json!({
-        "ref": it.r#ref,
-        "content": p.content,
-        "layer": it.layer.name(),
-        "relevance": num(it.relevance),
-        "relevance_basis": it.basis,
-        "why": why,
-        "source_url": it.source_url,
-        "confidence": num(it.confidence),
-        "occurred_at": it.occurred_at,
-        "entities": it.entities,
-    })
+    serde_json::to_value(MemoryObject::of(p)).unwrap_or(Value::Null)
+}
+
+/// A MemoryObject as it serialises: the fields of [`memory_object`] in order, written without
+/// building a `Value` first (the canonical pack of every call is made of them).
+#[derive(serde::Serialize)]
+struct MemoryObject<'a> {
+    #[serde(rename = "ref")]
+    r#ref: &'a str,
+    content: &'a str,
+    layer: &'static str,
+    relevance: Option<f64>,
+    relevance_basis: Option<&'static str>,
+    why: FullWhy<'a>,
+    source_url: Option<&'a str>,
+    confidence: Option<f64>,
+    occurred_at: Option<&'a str>,
+    entities: &'a [String],
+}
+
+/// [`why_of`] with `audit`: never empty, so always an object.
+#[derive(serde::Serialize)]
+struct FullWhy<'a> {
+    retrievers: &'a [&'static str],
+    matched_terms: &'a [String],
+    fused_rank: Option<usize>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    folded_refs: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compressed: Option<&'a str>,
+}
+
+impl<'a> MemoryObject<'a> {
+    fn of(p: &'a Packed) -> Self {
+        let it = &p.item;
+        MemoryObject {
+            r#ref: &it.r#ref,
+            content: &p.content,
+            layer: it.layer.name(),
+            relevance: round_num(it.relevance),
+            relevance_basis: it.basis,
+            why: FullWhy {
+                retrievers: &it.retrievers,
+                matched_terms: &it.matched_terms,
+                fused_rank: it.fused_rank,
+                folded_refs: &p.folded_refs,
+                compressed: p.compressed,
+            },
+            source_url: it.source_url.as_deref(),
+            confidence: round_num(it.confidence),
+            occurred_at: it.occurred_at.as_deref(),
+            entities: &it.entities,
+        }
+    }
 }
 
 /// Distinct facts-layer items per 1000 tokens of the pack's items as packing accounted them, rounded
@@ -178,10 +237,20 @@ pub fn coverage(pack: &Pack, pending: usize) -> Value {
 /// session delta, receipt, clock or rendering) and its sha256. `used` is left out: it measures a
 /// rendering, and the same pack rendered as SMP, json or markdown has one sha.
 pub fn canonical(model: &str, pack: &Pack, pending: usize) -> (String, String) {
-    let items: Vec<Value> = pack.items.iter().map(memory_object).collect();
-    let c =
-        json!({"model": model, "budget": {"tokens": pack.budget}, "coverage": coverage(pack, pending), "items": items})
-            .to_string();
+    #[derive(serde::Serialize)]
+    struct Budget {
+        tokens: usize,
+    }
+    #[derive(serde::Serialize)]
+    struct Canonical<'a> {
+        model: &'a str,
+        budget: Budget,
+        coverage: Value,
+        items: Vec<MemoryObject<'a>>,
+    }
+    let items = pack.items.iter().map(MemoryObject::of).collect();
+    let whole = Canonical { model, budget: Budget { tokens: pack.budget }, coverage: coverage(pack, pending), items };
+    let c = serde_json::to_string(&whole).unwrap_or_default();
     let sha = hex(&Sha256::digest(c.as_bytes()));
     (c, sha)
 }
@@ -289,17 +358,17 @@ impl Layout {
             head.push_str(&v.content.replace('\n', "\n  "));
             return vec![head];
         }
-        let rest = json!({
-            "layer": it.layer.name(),
-            "relevance": num(it.relevance),
-            "relevance_basis": it.basis,
-            "why": why_of(it, v.compressed, v.folded, self.audit()),
-            "source_url": it.source_url,
-            "confidence": num(it.confidence),
-            "occurred_at": it.occurred_at,
-            "entities": it.entities,
+        let rest = serde_json::to_string(&ItemRest {
+            layer: it.layer.name(),
+            relevance: round_num(it.relevance),
+            relevance_basis: it.basis,
+            why: why_of(it, v.compressed, v.folded, self.audit()),
+            source_url: it.source_url.as_deref(),
+            confidence: round_num(it.confidence),
+            occurred_at: it.occurred_at.as_deref(),
+            entities: &it.entities,
         })
-        .to_string();
+        .unwrap_or_default();
         vec![
             format!("{{\"ref\":{},", Value::String(it.r#ref.clone())),
             format!("\"content\":{},", Value::String(v.content.to_string())),
@@ -701,6 +770,80 @@ pub const RESERVE_SLACK: usize = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A MemoryObject built as a `Value`, field by field: what [`MemoryObject`] must serialise to.
+    fn object_as_value(p: &Packed) -> Value {
+        let it = &p.item;
+        json!({
+            "ref": it.r#ref,
+            "content": p.content,
+            "layer": it.layer.name(),
+            "relevance": num(it.relevance),
+            "relevance_basis": it.basis,
+            "why": why_of(it, p.compressed, &p.folded_refs, true),
+            "source_url": it.source_url,
+            "confidence": num(it.confidence),
+            "occurred_at": it.occurred_at,
+            "entities": it.entities,
+        })
+    }
+
+    #[test]
+    fn memory_objects_serialise_as_their_values() {
+        let plain = crate::pack::testing::item("mem_a", "Caroline: \"hi\"\n🙂 北京");
+        let full = Item {
+            relevance: Some(0.123_456_789),
+            basis: Some("rrf"),
+            retrievers: vec!["fts", "entity"],
+            matched_terms: vec!["atla".into()],
+            fused_rank: Some(3),
+            source_url: Some("https://x.test/a?b=\"c\"".into()),
+            confidence: Some(f64::NAN),
+            occurred_at: Some("2023-05-08T13:56:00Z".into()),
+            entities: vec!["Caroline".into(), "Mel".into()],
+            ..plain.clone()
+        };
+        let packed = |item: &Item, compressed, folded: Vec<String>| Packed {
+            item: item.clone(),
+            content: "cut text".into(),
+            compressed,
+            folded_refs: folded,
+            utility: 0.0,
+        };
+        for p in [
+            packed(&plain, None, Vec::new()),
+            packed(&full, Some("head"), vec!["mem_b".into()]),
+            packed(&Item { relevance: None, confidence: Some(-1e-9), ..full.clone() }, Some("truncated"), Vec::new()),
+        ] {
+            assert_eq!(memory_object(&p), object_as_value(&p));
+            let it = &p.item;
+            for audit in [false, true] {
+                let why = why_of(it, p.compressed, &p.folded_refs, audit);
+                let rest = json!({
+                    "layer": it.layer.name(),
+                    "relevance": num(it.relevance),
+                    "relevance_basis": it.basis,
+                    "why": why,
+                    "source_url": it.source_url,
+                    "confidence": num(it.confidence),
+                    "occurred_at": it.occurred_at,
+                    "entities": it.entities,
+                });
+                let derived = ItemRest {
+                    layer: it.layer.name(),
+                    relevance: round_num(it.relevance),
+                    relevance_basis: it.basis,
+                    why: why.clone(),
+                    source_url: it.source_url.as_deref(),
+                    confidence: round_num(it.confidence),
+                    occurred_at: it.occurred_at.as_deref(),
+                    entities: &it.entities,
+                };
+                assert_eq!(serde_json::to_string(&derived).unwrap(), rest.to_string());
+            }
+            assert_eq!(serde_json::to_string(&MemoryObject::of(&p)).unwrap(), object_as_value(&p).to_string());
+        }
+    }
 
     #[test]
     fn legend_covers_every_key() {

@@ -137,8 +137,50 @@ pub fn stem(word: &str) -> String {
     if word.chars().count() <= 2 || word.len() > MAX_STEM_BYTES || !word.is_ascii() {
         return word.to_string();
     }
-    porter_stemmer::stem(word)
+    STEMS.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some(s) = c.get(word) {
+            return s.clone();
+        }
+        if c.len() >= STEM_CACHE_WORDS {
+            c.clear();
+        }
+        let s = porter_stemmer::stem(word);
+        c.insert(word.to_string(), s.clone());
+        s
+    })
 }
+
+/// Most words whose stems a thread keeps; the cache starts over when it is full.
+const STEM_CACHE_WORDS: usize = 1 << 16;
+
+thread_local! {
+    /// Stems already computed on this thread: a word's stem never changes, and stemming is the
+    /// slowest step of analysing a candidate's text.
+    static STEMS: std::cell::RefCell<std::collections::HashMap<String, String, FnvBuild>> = Default::default();
+}
+
+/// [`fnv1a`] as a `Hasher`, for maps keyed by short words (faster than the default SipHash there;
+/// the keys come from stored text, and a collision only costs a comparison).
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// Builds [`Fnv`] hashers.
+pub type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
 
 /// English function words that carry no retrieval signal. Dropping them keeps OR-queries selective.
 const STOPWORDS: &[&str] = &[
@@ -288,7 +330,8 @@ const STOPWORDS: &[&str] = &[
 
 /// True for a word that carries no retrieval signal.
 pub fn is_stopword(w: &str) -> bool {
-    STOPWORDS.contains(&w)
+    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str, FnvBuild>> = std::sync::OnceLock::new();
+    SET.get_or_init(|| STOPWORDS.iter().copied().collect()).contains(w)
 }
 
 /// Task terms for the word index: distinct, non-stopword words of space-separated scripts, in

@@ -61,8 +61,10 @@ fn fit(
     let o = req.options;
     let worst = turn.map(|t| session::worst_delta(&t.state, &t.status));
     // The first page's cursor: the same for every round, shown only when the pack is partial.
+    let t = crate::timing::phase("render: cursor, reserve");
     let first_page = context::fitting_cursor(conn, req, g)?;
     let reserve = context::reserve(req, g, layout, first_page.clone(), worst.as_ref(), sid);
+    drop(t);
     // A budget too small for the compact legend gets the minimal one (about and rules) and no items:
     // the items' room is still judged against the compact legend, so no budget packs more than a
     // larger one.
@@ -70,7 +72,9 @@ fn fit(
     let render_with = if reserve > g.budget && layout.legend == Legend::Compact { &minimal } else { layout };
     let mut budget = g.budget;
     for _ in 0..FIT_ROUNDS {
+        let t = crate::timing::phase("render: pack");
         let pack = context::pack_at(g, budget, layout, reserve);
+        drop(t);
         let refs: Vec<(String, Option<f64>)> =
             pack.items.iter().map(|p| (p.item.r#ref.clone(), p.item.relevance)).collect();
         let advanced = turn.map(|t| session::advance(&t.state, &refs, pack.used, &g.terms, &t.status));
@@ -99,7 +103,9 @@ fn fit(
             pin,
             warnings: context::warnings(g),
         };
+        let t = crate::timing::phase("render: envelope");
         let r = render_with.render(&parts);
+        drop(t);
         if r.used <= g.budget {
             let next = advanced.map(|(mut next, _)| {
                 if let Some(last) = next.trajectory.last_mut() {
@@ -190,11 +196,25 @@ pub fn context(ctx: &Context<'_>) -> Result<String> {
         let msg = "send \"delta\" needs a session_id (the delta is relative to what the session was served)";
         return Err(Error::usage(msg));
     }
-    let conn = unsafe { ctx.get_connection() }?;
-    super::require_schema(&conn)?;
-    let req = Request { task: &task, model: model.as_deref(), budget, options: &o };
-    let g = context::gather(&conn, &req)?;
-    render(&conn, &req, &g, sid.as_deref())
+    let db = unsafe { ctx.get_connection()?.handle() };
+    // SAFETY: the handle of the connection this function runs on, open for the whole call.
+    unsafe { super::conn::with(db, |conn| context_on(conn, &task, model.as_deref(), budget, sid.as_deref(), &o)) }?
+}
+
+/// `cmp_context` on the connection `conn`.
+fn context_on(
+    conn: &Connection,
+    task: &str,
+    model: Option<&str>,
+    budget: Option<i64>,
+    sid: Option<&str>,
+    o: &options::Options,
+) -> Result<String> {
+    super::require_schema(conn)?;
+    let req = Request { task, model, budget, options: o };
+    let g = context::gather(conn, &req)?;
+    let _t = crate::timing::phase("render: pack, fit, session turn");
+    render(conn, &req, &g, sid)
 }
 
 /// The `cmp_items` table-valued function.

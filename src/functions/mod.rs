@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod args;
+pub mod conn;
 pub mod context;
 pub mod expand;
 pub mod profile;

@@ -21,6 +21,7 @@ impl TableFn for Search {
     const SCHEMA: &'static CStr = c"CREATE TABLE x(ref, content, kind, relevance, relevance_basis, why, fused_rank, occurred_at, entities, task HIDDEN, options HIDDEN)";
     const COLUMNS: c_int = 9;
     const ARGS: usize = 2;
+    const KEEPS_STATEMENTS: bool = true;
 
     fn rows(conn: &Connection, a: &[Option<ValueRef<'_>>]) -> Result<Vec<Vec<Value>>> {
         let task = match a[0] {

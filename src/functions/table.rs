@@ -21,6 +21,9 @@ pub trait TableFn: 'static {
     const COLUMNS: c_int;
     /// Number of hidden argument columns.
     const ARGS: usize;
+    /// True for the one table whose connection keeps the statement wrapper of its database
+    /// ([`super::conn`]).
+    const KEEPS_STATEMENTS: bool = false;
     /// Computes the rows for the given arguments (None = argument not given).
     fn rows(conn: &Connection, args: &[Option<ValueRef<'_>>]) -> crate::error::Result<Vec<Vec<Value>>>;
 }
@@ -46,6 +49,9 @@ unsafe impl<'vtab, T: TableFn> VTab<'vtab> for Tab<T> {
         _args: &[&[u8]],
     ) -> Result<(Cow<'static, CStr>, Self)> {
         let handle = unsafe { db.handle() };
+        if T::KEEPS_STATEMENTS {
+            super::conn::register(handle);
+        }
         Ok((Cow::Borrowed(T::SCHEMA), Tab { base: ffi::sqlite3_vtab::default(), db: handle, _t: PhantomData }))
     }
 
@@ -86,6 +92,14 @@ unsafe impl<'vtab, T: TableFn> VTab<'vtab> for Tab<T> {
     }
 }
 
+impl<T: TableFn> Drop for Tab<T> {
+    fn drop(&mut self) {
+        if T::KEEPS_STATEMENTS {
+            super::conn::unregister(self.db);
+        }
+    }
+}
+
 /// Cursor over the computed rows.
 #[repr(C)]
 pub struct Cursor<'vtab, T: TableFn> {
@@ -110,10 +124,8 @@ unsafe impl<T: TableFn> VTabCursor for Cursor<'_, T> {
         }
         let db = self.db;
         let computed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            // Non-owning: dropping it does not close the caller's connection.
-            let conn = unsafe { Connection::from_handle(db) }?;
             // The SQL boundary: the function's name is added to its errors here, once.
-            T::rows(&conn, &given).map_err(|e| e.in_function(T::NAME).into())
+            unsafe { super::conn::with(db, |conn| T::rows(conn, &given)) }?.map_err(|e| e.in_function(T::NAME).into())
         }));
         self.pos = 0;
         match computed {

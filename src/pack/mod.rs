@@ -346,6 +346,12 @@ pub(crate) fn plan(idx: usize, item: &Item, p: &Params<'_>, ladder: bool, folded
         full = Some(c);
     }
     let admit = Step { item: idx, content, compressed: tag, cost };
+    if tag.is_none() {
+        // Entered as its full text: its one growth step is that text again at no cost, which is
+        // what [`upgrades`] computes, here without pricing the text a second time.
+        let again = Step { item: idx, content: admit.content.clone(), compressed: None, cost: 0 };
+        return Plan { upgrades: std::collections::VecDeque::from([again]), admit };
+    }
     Plan { upgrades: upgrades(idx, item, p, &admit, folded, full), admit }
 }
 

@@ -69,6 +69,17 @@ pub fn named_votes(fts: &[usize], strength: &[f64], named: &[usize]) -> Ranking 
     fts.iter().zip(strength).filter(|(i, &s)| named.contains(i) && s >= floor).map(|(&i, _)| i).collect()
 }
 
+/// The selective entities' `ranking`, then the full-text matches a common entity votes for
+/// ([`named_votes`]) that it does not hold yet.
+pub fn with_votes(mut ranking: Ranking, lexical: &super::fts::Lexical, named: &[usize]) -> Ranking {
+    for i in named_votes(&lexical.ranking, &lexical.strength, named) {
+        if !ranking.contains(&i) {
+            ranking.push(i);
+        }
+    }
+    ranking
+}
+
 /// The full-text ranking `fts` (strengths `strength`, parallel to it) reordered with the matches in
 /// `named` strengthened by [`COMMON_BOOST`]; unchanged when there are no strengths (the
 /// character-pair index ranked too) or nothing is named. Equal strengths keep their order.

@@ -32,6 +32,7 @@ pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) ->
         Some(expr) => split_visible(fts_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
         None => Default::default(),
     };
+    let _t = crate::timing::phase("fts: character pairs");
     let (gram, _) = match match_expr(&terms.grams) {
         Some(expr) => split_visible(ngram_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
         None => Default::default(),

@@ -98,7 +98,7 @@ fn matched_terms(pool: &mut Pool, i: usize, terms: &HashSet<&str>) -> Vec<String
         return Vec::new();
     }
     let mut m: Vec<String> =
-        pool.analysed(i).iter().filter(|(st, _)| terms.contains(st.as_str())).map(|(st, _)| st.clone()).collect();
+        pool.analysed(i).iter().filter(|w| terms.contains(w.stem.as_str())).map(|w| w.stem.clone()).collect();
     m.sort();
     m.dedup();
     m

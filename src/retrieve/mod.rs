@@ -277,23 +277,28 @@ impl Terms {
 
 /// Runs every retriever over one candidate pool and fuses their rankings.
 pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
+    use crate::timing::phase;
     let terms = Terms::of(q.task);
     let task_vec = vector::hash_embed(q.task);
     let mut pool = Pool::default();
     let lexical = fts::rank(conn, q, &terms, &mut pool)?;
+    let t = phase("retrieve: entities");
     let entities = entity::rank(conn, q, &lexical.ranking, &task_vec, &mut pool)?;
     let fts = entity::boost_named(&lexical.ranking, &lexical.strength, &entities.named);
-    let mut entity_ranking = entities.ranking;
-    for i in entity::named_votes(&lexical.ranking, &lexical.strength, &entities.named) {
-        if !entity_ranking.contains(&i) {
-            entity_ranking.push(i);
-        }
-    }
+    let entity_ranking = entity::with_votes(entities.ranking, &lexical, &entities.named);
+    drop(t);
+    let t = phase("retrieve: context neighbours");
     let context = context::rank(conn, q, &fts, &mut pool)?;
+    drop(t);
     // The hashing embedder ranks what the retrievers above found (recency and rules come after it).
+    let t = phase("retrieve: hashing embedder");
     let vectors = vector::rank(conn, q, &task_vec, &mut pool)?;
+    drop(t);
+    let t = phase("retrieve: recency and rules");
     let recency = recency::rank(conn, q, &mut pool)?;
     let constraints = recency::rules_rank(conn, q, &mut pool)?;
+    drop(t);
+    let _t = phase("retrieve: fusion");
     let rankings = Rankings {
         fts,
         vector: vectors.ranking,

@@ -2,10 +2,11 @@
 //! lists of pool indexes, best first. The pool caches what several retrievers need per memory (its
 //! analysed words, its hashing-embedder cosine to the task) so each is computed once per call.
 
-use super::vector;
+use super::vector::{self, Word};
 use crate::store::Memory;
 use crate::text;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// Pool indexes, best first: what every retriever returns.
 pub type Ranking = Vec<usize>;
@@ -16,11 +17,10 @@ pub struct Pool {
     /// The memories, in the order they were first found.
     pub mems: Vec<Memory>,
     by_rid: HashMap<i64, usize>,
-    /// (stem, word) pairs of each memory's content, computed once per call.
-    analysed: Vec<Option<Vec<(String, String)>>>,
+    /// The analysed words of each memory's content, computed once per call.
+    analysed: Vec<Option<Vec<Rc<Word>>>>,
     /// Hashing-embedder cosine to the task, computed once per call.
     cos: Vec<Option<f32>>,
-    stems: HashMap<String, String>,
 }
 
 impl Pool {
@@ -51,14 +51,10 @@ impl Pool {
         self.mems.is_empty()
     }
 
-    /// The (stem, word) pairs of memory `i`'s content.
-    pub fn analysed(&mut self, i: usize) -> &[(String, String)] {
+    /// The analysed words of memory `i`'s content, in order.
+    pub fn analysed(&mut self, i: usize) -> &[Rc<Word>] {
         if self.analysed[i].is_none() {
-            let mut v = Vec::new();
-            for w in text::words(&self.mems[i].content) {
-                let st = self.stems.entry(w.clone()).or_insert_with(|| text::stem(&w)).clone();
-                v.push((st, w));
-            }
+            let v = text::words(&self.mems[i].content).iter().map(|w| Word::cached(w)).collect();
             self.analysed[i] = Some(v);
         }
         self.analysed[i].as_deref().unwrap_or(&[])
@@ -69,7 +65,7 @@ impl Pool {
         if let Some(c) = self.cos[i] {
             return c;
         }
-        let c = vector::cosine(task, &vector::embed_analysed(self.analysed(i)));
+        let c = vector::cosine(task, &vector::embed_words(self.analysed(i)));
         self.cos[i] = Some(c);
         c
     }

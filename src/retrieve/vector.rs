@@ -65,33 +65,77 @@ const TRIGRAM_WEIGHT: f32 = 0.25;
 
 /// The hashing embedding of a text: L2-normalised, all zeros for a text without words.
 pub fn hash_embed(s: &str) -> Vec<f32> {
-    let analysed: Vec<(String, String)> = text::words(s).into_iter().map(|w| (text::stem(&w), w)).collect();
-    embed_analysed(&analysed)
+    let words: Vec<std::rc::Rc<Word>> = text::words(s).iter().map(|w| Word::cached(w)).collect();
+    embed_words(&words)
 }
 
-/// The hashing embedding of already analysed (stem, word) pairs.
-pub fn embed_analysed(words: &[(String, String)]) -> Vec<f32> {
-    let mut v = vec![0f32; HASH_DIMS];
-    let mut add = |feature: &[u8], w: f32| {
-        let h = text::fnv1a(feature);
-        let idx = (h % HASH_DIMS as u64) as usize;
-        let sign = if (h >> 63) == 0 { 1.0 } else { -1.0 };
-        v[idx] += sign * w;
-    };
-    let mut padded: Vec<u8> = Vec::new();
-    for (st, w) in words {
+/// One analysed word: its stem (what `matched_terms` reports) and the hashing embedder's features
+/// of it, (dimension, signed weight) in the order the embedding adds them (none for a stopword).
+#[derive(Debug, PartialEq)]
+pub struct Word {
+    /// Porter stem of the word.
+    pub stem: String,
+    /// Features added to the embedding for each occurrence of the word.
+    pub features: Vec<(u16, f32)>,
+}
+
+/// Most words whose analysis a thread keeps; the cache starts over when it is full.
+const WORD_CACHE: usize = 1 << 16;
+
+thread_local! {
+    /// Words already analysed on this thread (a word's analysis never changes).
+    static WORDS: std::cell::RefCell<HashMap<String, std::rc::Rc<Word>, text::FnvBuild>> = Default::default();
+}
+
+impl Word {
+    /// The analysis of one lowercase word (from [`text::words`]).
+    pub fn of(word: &str) -> Word {
+        let stem = text::stem(word);
+        let mut features = Vec::new();
         // A pair of a spaceless script that holds a function character (的, 是, の…) is a stopword too.
-        if text::is_stopword(w) || (text::has_spaceless(w) && text::is_stop_pair(w)) {
-            continue;
+        if !(text::is_stopword(word) || (text::has_spaceless(word) && text::is_stop_pair(word))) {
+            let mut add = |feature: &[u8], w: f32| {
+                let h = text::fnv1a(feature);
+                let idx = (h % HASH_DIMS as u64) as u16;
+                let sign = if (h >> 63) == 0 { 1.0 } else { -1.0 };
+                features.push((idx, sign * w));
+            };
+            add(stem.as_bytes(), 1.0);
+            // Byte trigrams of " word ": the same features for the same text on every platform.
+            let mut padded = Vec::with_capacity(word.len() + 2);
+            padded.push(b' ');
+            padded.extend_from_slice(word.as_bytes());
+            padded.push(b' ');
+            for t in padded.windows(3) {
+                add(t, TRIGRAM_WEIGHT);
+            }
         }
-        add(st.as_bytes(), 1.0);
-        // Byte trigrams of " word ": the same features for the same text on every platform.
-        padded.clear();
-        padded.push(b' ');
-        padded.extend_from_slice(w.as_bytes());
-        padded.push(b' ');
-        for t in padded.windows(3) {
-            add(t, TRIGRAM_WEIGHT);
+        Word { stem, features }
+    }
+
+    /// [`Word::of`], computed once per thread.
+    pub fn cached(word: &str) -> std::rc::Rc<Word> {
+        WORDS.with(|c| {
+            let mut c = c.borrow_mut();
+            if let Some(w) = c.get(word) {
+                return w.clone();
+            }
+            if c.len() >= WORD_CACHE {
+                c.clear();
+            }
+            let w = std::rc::Rc::new(Word::of(word));
+            c.insert(word.to_string(), w.clone());
+            w
+        })
+    }
+}
+
+/// The hashing embedding of a text's analysed words, in order.
+pub fn embed_words(words: &[std::rc::Rc<Word>]) -> Vec<f32> {
+    let mut v = vec![0f32; HASH_DIMS];
+    for w in words {
+        for &(idx, x) in &w.features {
+            v[idx as usize] += x;
         }
     }
     normalise(&mut v);

@@ -21,9 +21,10 @@ pub fn max_rid(conn: &Connection) -> rusqlite::Result<i64> {
 
 /// How many memories link to `entity`, counted up to `cap` (a count of `cap` means "at least").
 pub fn links_up_to(conn: &Connection, entity: i64, cap: i64) -> rusqlite::Result<i64> {
-    let mut st =
-        conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM cmp_memory_entities WHERE entity_id = ?1 LIMIT ?2)")?;
-    st.query_row(rusqlite::params![entity, cap], |r| r.get(0))
+    let mut st = conn.prepare_cached(&format!(
+        "SELECT count(*) FROM (SELECT 1 FROM cmp_memory_entities WHERE entity_id = ?1 LIMIT {cap})"
+    ))?;
+    st.query_row([entity], |r| r.get(0))
 }
 
 /// Of the memories `rids`, those linked to any of `entity_ids`.
@@ -59,11 +60,11 @@ pub fn memories_linked(
          WHERE l.entity_id IN (SELECT value FROM json_each(:ids))
            AND {} AND {VISIBLE}
          GROUP BY m.rid
-         ORDER BY hits DESC, coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n",
+         ORDER BY hits DESC, coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT {limit}",
         r.eligible()
     );
     let mut st = conn.prepare_cached(&sql)?;
-    let rows = st.query_map(named_params! {":ids": ids, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, |x| {
+    let rows = st.query_map(named_params! {":ids": ids, ":scope": r.scope, ":h": r.h}, |x| {
         Ok((memory_from_row(x)?, x.get::<_, i64>(14)?))
     })?;
     rows.collect()
@@ -90,13 +91,11 @@ pub fn neighbours(
     let sql = format!(
         "SELECT {MEMORY_COLS} FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
          WHERE l.entity_id = :e AND m.rid <> :rid AND {} AND {VISIBLE}
-         ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n",
+         ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT {limit}",
         r.eligible()
     );
     let mut st = conn.prepare_cached(&sql)?;
-    let rows = st.query_map(
-        named_params! {":e": entity, ":rid": rid, ":scope": r.scope, ":h": r.h, ":n": limit as i64},
-        memory_from_row,
-    )?;
+    let rows =
+        st.query_map(named_params! {":e": entity, ":rid": rid, ":scope": r.scope, ":h": r.h}, memory_from_row)?;
     rows.collect()
 }

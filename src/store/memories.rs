@@ -173,38 +173,37 @@ pub struct Match {
     pub bm25: f64,
 }
 
-/// The SQL of the BM25 top-k query over rows meeting `eligible` (also the benchmark floor).
-pub fn fts_sql(eligible: &str) -> String {
-    fts_sql_with(eligible, "")
+/// The SQL of the BM25 top-`limit` query over rows meeting `eligible` (also the benchmark floor).
+pub fn fts_sql(eligible: &str, limit: usize) -> String {
+    fts_sql_with(eligible, "", limit)
 }
 
 /// [`fts_sql`] with `more` (`, expr…`) selected after the score.
-fn fts_sql_with(eligible: &str, more: &str) -> String {
+fn fts_sql_with(eligible: &str, more: &str, limit: usize) -> String {
     format!(
         "SELECT {MEMORY_COLS}, bm25(cmp_memories_fts) AS score{more}
          FROM cmp_memories_fts JOIN cmp_memories AS m ON m.rid = cmp_memories_fts.rowid
          WHERE cmp_memories_fts MATCH :q AND {eligible}
-         ORDER BY score, m.rid LIMIT :n"
+         ORDER BY score, m.rid LIMIT {limit}"
     )
 }
 
-/// The SQL of the BM25 top-k query over the character-pair index, with each row's visibility at
-/// the horizon after the score.
-pub fn ngram_sql(eligible: &str) -> String {
+/// The SQL of the BM25 top-`limit` query over the character-pair index, with each row's visibility
+/// at the horizon after the score.
+pub fn ngram_sql(eligible: &str, limit: usize) -> String {
     format!(
         "SELECT {MEMORY_COLS}, bm25(cmp_memories_ngram) AS score, {VISIBLE}
          FROM cmp_memories_ngram JOIN cmp_memories AS m ON m.rid = cmp_memories_ngram.rowid
          WHERE cmp_memories_ngram MATCH :q AND {eligible}
-         ORDER BY score, m.rid LIMIT :n"
+         ORDER BY score, m.rid LIMIT {limit}"
     )
 }
 
 /// Top `limit` eligible memories by BM25 over the character-pair index for the FTS5 query `expr`
 /// (best first), each with whether it is visible at the horizon ([`VISIBLE`]).
 pub fn ngram_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Match>> {
-    let mut st = conn.prepare_cached(&ngram_sql(r.eligible()))?;
-    let rows =
-        st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, match_at_14)?;
+    let mut st = conn.prepare_cached(&ngram_sql(r.eligible(), limit))?;
+    let rows = st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h}, match_at_14)?;
     rows.collect()
 }
 
@@ -234,12 +233,12 @@ pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> ru
         let mut st = conn.prepare_cached(&format!(
             "SELECT f.rank, m.rid IS NOT NULL, {VISIBLE}, {MEMORY_COLS}
              FROM (SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH :q
-                   ORDER BY rank, rowid LIMIT :m) AS f
+                   ORDER BY rank, rowid LIMIT {m}) AS f
              LEFT JOIN cmp_memories AS m ON m.rid = f.rowid AND {}
              ORDER BY f.rank, f.rowid",
             r.eligible()
         ))?;
-        let mut rows = st.query(named_params! {":q": expr, ":m": m as i64, ":scope": r.scope, ":h": r.h})?;
+        let mut rows = st.query(named_params! {":q": expr, ":scope": r.scope, ":h": r.h})?;
         let mut n = 0usize;
         let mut found: Vec<Match> = Vec::new();
         while let Some(row) = rows.next()? {
@@ -254,9 +253,8 @@ pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> ru
         m *= 4;
     }
     let _t = crate::timing::phase("fts: join query (fallback)");
-    let mut st = conn.prepare_cached(&fts_sql_with(r.eligible(), &format!(", {VISIBLE}")))?;
-    let rows =
-        st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h, ":n": limit as i64}, match_at_14)?;
+    let mut st = conn.prepare_cached(&fts_sql_with(r.eligible(), &format!(", {VISIBLE}"), limit))?;
+    let rows = st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h}, match_at_14)?;
     rows.collect()
 }
 
@@ -268,10 +266,10 @@ pub fn newest(conn: &Connection, r: Reader<'_>, limit: usize, rules_only: bool) 
     let sql = format!(
         "SELECT {MEMORY_COLS} FROM cmp_memories AS m
          WHERE {kind}{eligible} AND {VISIBLE}
-         ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT :n"
+         ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT {limit}"
     );
     let mut st = conn.prepare_cached(&sql)?;
-    let rows = st.query_map(named_params! {":scope": r.scope, ":h": r.h, ":n": limit as i64}, memory_from_row)?;
+    let rows = st.query_map(named_params! {":scope": r.scope, ":h": r.h}, memory_from_row)?;
     rows.collect()
 }
 
@@ -313,14 +311,11 @@ fn same_instant(
         "SELECT {MEMORY_COLS} FROM cmp_memories AS m
          WHERE m.scope = :scope AND coalesce(m.occurred_at, m.captured_at) = :t AND m.rid {cmp} :rid
            AND {} AND {VISIBLE}
-         ORDER BY m.rid {order} LIMIT :k",
+         ORDER BY m.rid {order} LIMIT {k}",
         r.eligible()
     );
     let mut st = conn.prepare_cached(&sql)?;
-    let rows = st.query_map(
-        named_params! {":scope": r.scope, ":t": when, ":rid": rid, ":h": r.h, ":k": k as i64},
-        memory_from_row,
-    )?;
+    let rows = st.query_map(named_params! {":scope": r.scope, ":t": when, ":rid": rid, ":h": r.h}, memory_from_row)?;
     rows.collect()
 }
 
@@ -336,12 +331,11 @@ fn other_instants(
         "SELECT {MEMORY_COLS} FROM cmp_memories AS m
          WHERE m.scope = :scope AND coalesce(m.occurred_at, m.captured_at) {cmp} :t
            AND {} AND {VISIBLE}
-         ORDER BY coalesce(m.occurred_at, m.captured_at) {order}, m.rid {order} LIMIT :k",
+         ORDER BY coalesce(m.occurred_at, m.captured_at) {order}, m.rid {order} LIMIT {k}",
         r.eligible()
     );
     let mut st = conn.prepare_cached(&sql)?;
-    let rows =
-        st.query_map(named_params! {":scope": r.scope, ":t": when, ":h": r.h, ":k": k as i64}, memory_from_row)?;
+    let rows = st.query_map(named_params! {":scope": r.scope, ":t": when, ":h": r.h}, memory_from_row)?;
     rows.collect()
 }
 

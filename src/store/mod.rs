@@ -2,6 +2,9 @@
 //! [`memories`] (`cmp_memories`), [`entities`] (`cmp_entities`, `cmp_memory_entities`), [`tasks`]
 //! (`cmp_tasks`), [`sessions`] (`cmp_sessions`, `cmp_pins`); and [`eligibility`], the one rule for
 //! which memory rows a read may see. The rest of the crate works on the plain structs defined here.
+//!
+//! Row limits are written into the SQL text, never bound: SQLite reads a bound LIMIT when it plans
+//! the statement, so binding one again makes it prepare the whole statement again before each run.
 
 pub mod eligibility;
 pub mod entities;

@@ -20,12 +20,12 @@ pub struct Task {
 /// Up to `limit` open tasks of `scope` (id, title, due_at, entities; status unread), soonest due
 /// first, undated last.
 pub fn open(conn: &Connection, scope: &str, limit: usize) -> rusqlite::Result<Vec<Task>> {
-    let mut st = conn.prepare_cached(
+    let mut st = conn.prepare_cached(&format!(
         "SELECT id, title, due_at, entities FROM cmp_tasks
          WHERE scope = ?1 AND status = 'open' AND id IS NOT NULL
-         ORDER BY due_at IS NULL, due_at, id LIMIT ?2",
-    )?;
-    let rows = st.query_map(params![scope, limit as i64], |r| {
+         ORDER BY due_at IS NULL, due_at, id LIMIT {limit}"
+    ))?;
+    let rows = st.query_map([scope], |r| {
         Ok(Task { id: r.get(0)?, title: r.get(1)?, status: None, due_at: r.get(2)?, entities: r.get(3)? })
     })?;
     rows.collect()

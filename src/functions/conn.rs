@@ -1,0 +1,154 @@
+//! The rusqlite wrapper cmp's SQL functions run their statements on. A wrapper made afresh for each
+//! call would prepare every statement on every call (a few percent of a `cmp_context` call), so each
+//! database connection keeps one wrapper, with its prepared statements, between calls.
+//!
+//! A connection with live statements cannot close, so the kept wrapper lives exactly as long as the
+//! connection's `cmp_search` table is connected: `sqlite3_close` disconnects every virtual table
+//! before it checks for live statements (FTS5 keeps its own statements the same way), and
+//! disconnecting `cmp_search` drops the wrapper, which finalizes them.
+
+use rusqlite::{ffi, Connection};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// The wrapper of one registered database handle.
+enum Slot {
+    /// No call holds it: the kept wrapper, or None before the first call.
+    Idle(Option<Connection>),
+    /// A call holds it.
+    Held,
+}
+
+type Slots = Mutex<HashMap<usize, Slot>>;
+
+fn slots() -> &'static Slots {
+    static SLOTS: OnceLock<Slots> = OnceLock::new();
+    SLOTS.get_or_init(Default::default)
+}
+
+/// Called when `db`'s `cmp_search` table is connected: from now on its wrapper may be kept.
+pub(crate) fn register(db: *mut ffi::sqlite3) {
+    if let Ok(mut s) = slots().lock() {
+        s.entry(db as usize).or_insert(Slot::Idle(None));
+    }
+}
+
+/// Called when `db`'s `cmp_search` table is disconnected (at the latest while `db` closes): its
+/// wrapper and its prepared statements go.
+pub(crate) fn unregister(db: *mut ffi::sqlite3) {
+    let kept = slots().lock().ok().and_then(|mut s| s.remove(&(db as usize)));
+    // Finalized outside the lock.
+    drop(kept);
+}
+
+/// What [`take`] found for a handle.
+enum Found {
+    /// The kept wrapper (or None before the first call), now held by the caller.
+    Kept(Option<Connection>),
+    /// A call on this handle holds the wrapper (a nested call).
+    Busy,
+    /// Not registered: `cmp_search` is not connected.
+    Unregistered,
+}
+
+fn take(key: usize) -> Found {
+    let Ok(mut s) = slots().lock() else { return Found::Busy };
+    match s.get_mut(&key) {
+        None => Found::Unregistered,
+        Some(Slot::Held) => Found::Busy,
+        Some(slot) => match std::mem::replace(slot, Slot::Held) {
+            Slot::Idle(c) => Found::Kept(c),
+            Slot::Held => Found::Busy,
+        },
+    }
+}
+
+/// A held wrapper: back to its slot when dropped, if the handle is still registered (dropped
+/// instead after a panic).
+struct Held {
+    key: usize,
+    conn: Option<Connection>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut conn = self.conn.take();
+        if let Ok(mut s) = slots().lock() {
+            if let Some(slot) = s.get_mut(&self.key) {
+                let keep = if std::thread::panicking() { None } else { conn.take() };
+                *slot = Slot::Idle(keep);
+            }
+        }
+        // Finalized outside the lock.
+        drop(conn);
+    }
+}
+
+/// Connects `db`'s `cmp_search` table (preparing a statement that names it does), which registers
+/// the handle.
+fn connect_guard(conn: &Connection) {
+    let _ = conn.prepare("SELECT 1 FROM cmp_search LIMIT 0");
+}
+
+/// Runs `f` on `db`'s kept wrapper (made on first use), or on a wrapper of its own when another call
+/// on this handle holds it or `cmp_search` cannot be connected.
+///
+/// # Safety
+///
+/// `db` must be the open connection the calling SQL function runs on.
+pub(crate) unsafe fn with<R>(db: *mut ffi::sqlite3, f: impl FnOnce(&Connection) -> R) -> rusqlite::Result<R> {
+    let key = db as usize;
+    let mut found = take(key);
+    if matches!(found, Found::Unregistered) {
+        connect_guard(&Connection::from_handle(db)?);
+        found = take(key);
+    }
+    let Found::Kept(kept) = found else { return Ok(f(&Connection::from_handle(db)?)) };
+    let mut held = Held { key, conn: None };
+    let conn = match kept {
+        Some(c) => c,
+        None => Connection::from_handle(db)?,
+    };
+    let conn = held.conn.insert(conn);
+    Ok(f(conn))
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    fn db() -> Connection {
+        let conn = Connection::open_in_memory().expect("open");
+        crate::register(&conn).expect("register");
+        conn.query_row("SELECT cmp_init()", [], |_| Ok(())).expect("init");
+        conn.execute("INSERT INTO cmp_memories(content) VALUES ('atlas ships on friday')", []).expect("insert");
+        conn
+    }
+
+    fn calls(conn: &Connection) -> (String, i64) {
+        let pack: String =
+            conn.query_row("SELECT cmp_context('when does atlas ship?')", [], |r| r.get(0)).expect("pack");
+        let n: i64 = conn.query_row("SELECT count(*) FROM cmp_search('atlas')", [], |r| r.get(0)).expect("search");
+        (pack, n)
+    }
+
+    #[test]
+    fn kept_statements_never_keep_a_connection_open() {
+        for _ in 0..3 {
+            let conn = db();
+            let first = calls(&conn);
+            assert_eq!(calls(&conn), first, "the kept wrapper answers as a fresh one does");
+            assert_eq!(first.1, 1);
+            // sqlite3_close (not _v2) refuses a connection with live statements.
+            conn.close().map_err(|(_, e)| e).expect("closes");
+        }
+    }
+
+    #[test]
+    fn only_cmp_context_calls_still_close() {
+        let conn = db();
+        let _: String = conn.query_row("SELECT cmp_context('atlas')", [], |r| r.get(0)).expect("pack");
+        let _: String = conn.query_row("SELECT cmp_context('friday')", [], |r| r.get(0)).expect("pack");
+        conn.close().map_err(|(_, e)| e).expect("closes");
+    }
+}
