@@ -137,18 +137,26 @@ pub fn stem(word: &str) -> String {
     if word.chars().count() <= 2 || word.len() > MAX_STEM_BYTES || !word.is_ascii() {
         return word.to_string();
     }
-    STEMS.with(|c| {
-        let mut c = c.borrow_mut();
-        if let Some(s) = c.get(word) {
-            return s.clone();
-        }
-        if c.len() >= STEM_CACHE_WORDS {
-            c.clear();
-        }
-        let s = porter_stemmer::stem(word);
-        c.insert(word.to_string(), s.clone());
-        s
-    })
+    STEMS.with(|c| memo(&mut c.borrow_mut(), word, STEM_CACHE_WORDS, || porter_stemmer::stem(word)))
+}
+
+/// `make()` for `key` through a thread's bounded cache: the kept value, else the new one, kept; a
+/// cache holding `cap` entries starts over.
+pub fn memo<V: Clone>(
+    cache: &mut std::collections::HashMap<String, V, FnvBuild>,
+    key: &str,
+    cap: usize,
+    make: impl FnOnce() -> V,
+) -> V {
+    if let Some(v) = cache.get(key) {
+        return v.clone();
+    }
+    if cache.len() >= cap {
+        cache.clear();
+    }
+    let v = make();
+    cache.insert(key.to_string(), v.clone());
+    v
 }
 
 /// Most words whose stems a thread keeps; the cache starts over when it is full.

@@ -79,13 +79,7 @@ fn fit(
             pack.items.iter().map(|p| (p.item.r#ref.clone(), p.item.relevance)).collect();
         let advanced = turn.map(|t| session::advance(&t.state, &refs, pack.used, &g.terms, &t.status));
         let delta = advanced.as_ref().map(|a| &a.1);
-        let shown: Vec<bool> = match (delta, o.send) {
-            (Some(d), Send::Delta) => {
-                let new: std::collections::HashSet<&str> = d.new.iter().map(|n| n.0.as_str()).collect();
-                pack.items.iter().map(|p| new.contains(p.item.r#ref.as_str())).collect()
-            }
-            _ => vec![true; pack.items.len()],
-        };
+        let shown = shown_items(&pack, delta, o.send);
         let cursor = if pack.excluded.is_empty() { None } else { first_page.clone() };
         let (canonical, sha) = envelope::canonical(g.profile.name, &pack, g.pending);
         let pin = o.pin.then(|| json!({"sha": sha, "bytes": canonical.len()}));
@@ -116,21 +110,37 @@ fn fit(
             return Ok(Fitted { text: r.text, next, canonical, sha });
         }
         if pack.items.is_empty() {
-            return Err(Error::Budget(format!(
-                "token_budget {} is too small for this output: {} tokens before any memory (legend, framing{}{}); \
-                     raise token_budget{}",
-                g.budget,
-                r.used,
-                if o.audit { ", audit fields" } else { "" },
-                if sid.is_some() { ", session delta" } else { "" },
-                if o.full_legend { " or use the compact legend" } else { "" }
-            )));
+            return Err(too_small(g.budget, r.used, o, sid));
         }
         // Shrink from what the pack used, not from the room it had: a pack that stopped short of
         // its room would otherwise come back unchanged from a room cut by less than that gap.
         budget = budget.min(pack.used).saturating_sub(r.used - g.budget).min(budget.saturating_sub(1));
     }
     Err(Error::Budget("could not fit the output to token_budget; raise it".into()))
+}
+
+/// Which packed items the output shows: with `send: delta` in a session, only those new to it.
+fn shown_items(pack: &crate::pack::Pack, delta: Option<&session::Delta>, send: Send) -> Vec<bool> {
+    match (delta, send) {
+        (Some(d), Send::Delta) => {
+            let new: std::collections::HashSet<&str> = d.new.iter().map(|n| n.0.as_str()).collect();
+            pack.items.iter().map(|p| new.contains(p.item.r#ref.as_str())).collect()
+        }
+        _ => vec![true; pack.items.len()],
+    }
+}
+
+/// The error for a budget that cannot hold the output even with no memory in it (`used` tokens).
+fn too_small(budget: usize, used: usize, o: &options::Options, sid: Option<&str>) -> Error {
+    Error::Budget(format!(
+        "token_budget {} is too small for this output: {} tokens before any memory (legend, framing{}{}); \
+             raise token_budget{}",
+        budget,
+        used,
+        if o.audit { ", audit fields" } else { "" },
+        if sid.is_some() { ", session delta" } else { "" },
+        if o.full_legend { " or use the compact legend" } else { "" }
+    ))
 }
 
 /// Fails, naming the fix, when the session state or pin that a call is about to write would not last

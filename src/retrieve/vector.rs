@@ -115,18 +115,7 @@ impl Word {
 
     /// [`Word::of`], computed once per thread.
     pub fn cached(word: &str) -> std::rc::Rc<Word> {
-        WORDS.with(|c| {
-            let mut c = c.borrow_mut();
-            if let Some(w) = c.get(word) {
-                return w.clone();
-            }
-            if c.len() >= WORD_CACHE {
-                c.clear();
-            }
-            let w = std::rc::Rc::new(Word::of(word));
-            c.insert(word.to_string(), w.clone());
-            w
-        })
+        WORDS.with(|c| text::memo(&mut c.borrow_mut(), word, WORD_CACHE, || std::rc::Rc::new(Word::of(word))))
     }
 }
 
