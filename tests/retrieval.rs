@@ -463,3 +463,45 @@ fn oversized_tasks_are_errors_not_hangs() {
     assert!(e.starts_with("cmp_search: task"), "{e}");
     assert!(e.contains("limit"), "{e}");
 }
+
+/// A two-person chat: both speakers are common entities (linked to half the messages each). A task
+/// that names one speaker about what the other said (LoCoMo's adversarial questions) still gets the
+/// strong match first, ahead of the named speaker's weak ones; between equally strong matches the
+/// named speaker's comes first.
+#[test]
+fn a_named_speaker_does_not_bury_the_other_speakers_strong_match() {
+    let conn = open();
+    let fillers = ["how do you feel today", "the race was on tv", "what a day", "i feel tired", "see you soon"];
+    for i in 0..30 {
+        let f = fillers[i % fillers.len()];
+        let at = |k: usize| format!("2026-05-{:02}T{:02}:00:00Z", 1 + k / 12, 2 * (k % 12));
+        insert_memory(&conn, &Mem::new(&format!("Caroline: {f} {i}")).entities(&["Caroline"]).occurred_at(&at(2 * i)));
+        insert_memory(
+            &conn,
+            &Mem::new(&format!("Melanie: {f} {i}")).entities(&["Melanie"]).occurred_at(&at(2 * i + 1)),
+        );
+    }
+    let answer = insert_memory(
+        &conn,
+        &Mem::new("Melanie: I ran the charity race for mental health and felt so proud afterwards")
+            .entities(&["Melanie"])
+            .occurred_at("2026-05-09T10:00:00Z"),
+    );
+    let hits = search(&conn, "How did Caroline feel after the charity race for mental health?");
+    assert_eq!(hits.first().map(|h| h.r#ref.as_str()), Some(answer.as_str()), "{:?}", refs(&hits));
+
+    let mine = insert_memory(
+        &conn,
+        &Mem::new("Caroline: the pottery workshop glaze came out blue")
+            .entities(&["Caroline"])
+            .occurred_at("2026-05-09T12:00:00Z"),
+    );
+    insert_memory(
+        &conn,
+        &Mem::new("Melanie: the pottery workshop glaze came out blue")
+            .entities(&["Melanie"])
+            .occurred_at("2026-05-09T14:00:00Z"),
+    );
+    let hits = search(&conn, "What about Caroline's pottery workshop glaze?");
+    assert_eq!(hits.first().map(|h| h.r#ref.as_str()), Some(mine.as_str()), "{:?}", refs(&hits));
+}

@@ -56,24 +56,31 @@ pub const COMMON_BOOST: f64 = 0.25;
 /// entity to vote for it in the fusion (as a selective entity votes for its memories).
 pub const NAMED_VOTE_FLOOR: f64 = 0.6;
 
-/// The matches of `named` (in full-text order) at least [`NAMED_VOTE_FLOOR`] as strong as the
-/// strongest full-text match: the ones a common entity votes for (none when there are no strengths:
-/// the character-pair index ranked too).
-pub fn named_votes(fts: &[usize], strength: &[f64], named: &[usize]) -> Ranking {
+/// Each full-text match with its strength and whether it names a common entity of the task (is in
+/// `named`); None without strengths (the character-pair index ranked too).
+fn flagged(fts: &[usize], strength: &[f64], named: &[usize]) -> Option<Vec<(usize, f64, bool)>> {
     if strength.len() != fts.len() {
-        return Vec::new();
+        return None;
     }
+    let named: HashSet<usize> = named.iter().copied().collect();
+    Some(fts.iter().zip(strength).map(|(&i, &s)| (i, s, named.contains(&i))).collect())
+}
+
+/// The matches of `named` (in full-text order) at least [`NAMED_VOTE_FLOOR`] as strong as the
+/// strongest full-text match: the ones a common entity votes for (none without strengths).
+pub fn named_votes(fts: &[usize], strength: &[f64], named: &[usize]) -> Ranking {
+    let Some(v) = flagged(fts, strength, named) else { return Vec::new() };
     let top = strength.iter().copied().fold(0.0, f64::max);
     let floor = super::knob("CMP_NAMED_FLOOR", NAMED_VOTE_FLOOR) * top;
-    let named: HashSet<usize> = named.iter().copied().collect();
-    fts.iter().zip(strength).filter(|(i, &s)| named.contains(i) && s >= floor).map(|(&i, _)| i).collect()
+    v.into_iter().filter(|&(_, s, n)| n && s >= floor).map(|(i, _, _)| i).collect()
 }
 
 /// The selective entities' `ranking`, then the full-text matches a common entity votes for
 /// ([`named_votes`]) that it does not hold yet.
 pub fn with_votes(mut ranking: Ranking, lexical: &super::fts::Lexical, named: &[usize]) -> Ranking {
+    let mut have: HashSet<usize> = ranking.iter().copied().collect();
     for i in named_votes(&lexical.ranking, &lexical.strength, named) {
-        if !ranking.contains(&i) {
+        if have.insert(i) {
             ranking.push(i);
         }
     }
@@ -81,18 +88,19 @@ pub fn with_votes(mut ranking: Ranking, lexical: &super::fts::Lexical, named: &[
 }
 
 /// The full-text ranking `fts` (strengths `strength`, parallel to it) reordered with the matches in
-/// `named` strengthened by [`COMMON_BOOST`]; unchanged when there are no strengths (the
-/// character-pair index ranked too) or nothing is named. Equal strengths keep their order.
+/// `named` strengthened by [`COMMON_BOOST`]; unchanged without strengths or when nothing is named.
+/// Equal strengths keep their order.
 pub fn boost_named(fts: &[usize], strength: &[f64], named: &[usize]) -> Ranking {
-    if named.is_empty() || strength.len() != fts.len() {
-        return fts.to_vec();
-    }
-    let named: HashSet<usize> = named.iter().copied().collect();
+    let flagged = if named.is_empty() { None } else { flagged(fts, strength, named) };
+    let Some(mut v) = flagged else { return fts.to_vec() };
     let boost = 1.0 + super::knob("CMP_COMMON_BOOST", COMMON_BOOST);
-    let mut v: Vec<(usize, f64)> =
-        fts.iter().zip(strength).map(|(&i, &s)| (i, if named.contains(&i) { s * boost } else { s })).collect();
+    for (_, s, n) in &mut v {
+        if *n {
+            *s *= boost;
+        }
+    }
     v.sort_by(|a, b| b.1.total_cmp(&a.1));
-    v.into_iter().map(|(i, _)| i).collect()
+    v.into_iter().map(|(i, _, _)| i).collect()
 }
 
 /// The memories linked to `entity_ids`: more task entities first, then closeness to the task text
@@ -304,7 +312,7 @@ mod tests {
         assert_eq!(boost_named(&fts, &strength, &[]), fts, "nothing named: unchanged");
         assert_eq!(boost_named(&fts, &[], &[12]), fts, "no strengths (pair index ranked too): unchanged");
         let tied = [5.0, 5.0, 5.0, 5.0];
-        assert_eq!(boost_named(&fts, &tied, &[]), fts, "equal strengths keep their order");
+        assert_eq!(boost_named(&fts, &tied, &[12]), [12, 10, 11, 13], "equal strengths keep their order");
     }
 
     #[test]
