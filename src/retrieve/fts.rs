@@ -37,8 +37,37 @@ pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) ->
         Some(expr) => split_visible(ngram_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
         None => Default::default(),
     };
+    let (word, word_strength) = length_prior(word, word_strength, pool);
     let strength = if gram.is_empty() { word_strength } else { Vec::new() };
     Ok(Lexical { ranking: merge(word, gram, q.task, pool), pending, strength })
+}
+
+/// Word count at which the length prior halves a match's strength (see [`length_prior`]).
+pub const LENGTH_PIVOT: f64 = 8.0;
+/// Exponent of the length prior (1: strength × words / (words + pivot); 0: no prior).
+pub const LENGTH_EXPONENT: f64 = 1.0;
+
+/// Re-ranks the word index's matches by BM25 strength × (words / (words + [`LENGTH_PIVOT`]))^
+/// [`LENGTH_EXPONENT`], ties by rid. BM25 normalises term frequency by length, so a three-word
+/// message that holds a task word ("elise: Hey Kate!", "Emi: For sure!") outranks a message that says
+/// something about it; the prior (a message's chance to carry an answer grows with what it says)
+/// leaves long messages almost as they were and halves an eight-word one. Measured on LoCoMo and
+/// realtalk-dev alike (BENCHMARKS.md, "Length prior").
+fn length_prior(rank: Ranking, strength: Vec<f64>, pool: &mut Pool) -> (Ranking, Vec<f64>) {
+    let (g, pivot) = (super::knob("CMP_LEN_G", LENGTH_EXPONENT), super::knob("CMP_LEN_PIVOT", LENGTH_PIVOT));
+    if g == 0.0 || rank.len() != strength.len() {
+        return (rank, strength);
+    }
+    let mut v: Vec<(usize, f64)> = rank
+        .into_iter()
+        .zip(strength)
+        .map(|(i, s)| {
+            let n = pool.analysed(i).len() as f64;
+            (i, s * (n / (n + pivot)).powf(g))
+        })
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(pool.mems[a.0].rid.cmp(&pool.mems[b.0].rid)));
+    v.into_iter().unzip()
 }
 
 /// Pools the visible matches (in their order) and counts the others as pending; with each visible
@@ -110,6 +139,25 @@ mod tests {
         assert_eq!(lex.pending, 1);
         let lex = rank(&conn, &q, &crate::retrieve::Terms::of("nothing matches"), &mut Pool::default()).expect("rank");
         assert!(lex.ranking.is_empty());
+    }
+
+    #[test]
+    fn a_message_that_says_more_outranks_a_few_words_holding_the_same_term() {
+        let conn = open();
+        add(&conn, "mem_short", "Emi: atlas ok", "2026-05-01T00:00:00Z", "episodic", "[]");
+        add(
+            &conn,
+            "mem_long",
+            "Emi: the atlas launch moved to June because the billing migration needed more time",
+            "2026-05-01T00:00:00Z",
+            "episodic",
+            "[]",
+        );
+        let q = query("atlas");
+        let mut pool = Pool::default();
+        let lex = rank(&conn, &q, &crate::retrieve::Terms::of(q.task), &mut pool).expect("rank");
+        assert_eq!(ids(&pool, &lex.ranking), ["mem_long", "mem_short"]);
+        assert!(lex.strength[0] >= lex.strength[1]);
     }
 
     #[test]
