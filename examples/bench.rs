@@ -512,6 +512,52 @@ fn digest(b: &Bench<'_>, tasks: &[String]) -> Res<String> {
     Ok(cmp::envelope::hex(&h.finalize()))
 }
 
+/// The digests of what cmp returns for the first --digest tasks, printed: stateless calls (every
+/// profile, and the search rows) and session turns. An optimisation that must not change packs must
+/// not change either.
+fn digests(b: &Bench<'_>, tasks: &[String]) -> Res<(Option<String>, Option<String>)> {
+    if tasks.is_empty() || !b.has_context {
+        return Ok((None, None));
+    }
+    let (plain, sessions) = (digest(b, tasks)?, session_digest(b, tasks)?);
+    eprintln!("bench: digest of {} tasks: {plain}", tasks.len());
+    eprintln!("bench: session digest of {} tasks: {sessions}", tasks.len());
+    Ok((Some(plain), Some(sessions)))
+}
+
+/// A digest of what session turns return: for every profile, and for the generic one with
+/// `send: "delta"` and with the json format, one session through `tasks` in order (every envelope,
+/// then the state `cmp_session` shows). A change to how sessions are read or stored must not move it.
+fn session_digest(b: &Bench<'_>, tasks: &[String]) -> Res<String> {
+    use sha2::{Digest, Sha256};
+    const SID: &str = "bench-digest";
+    let now: Value = serde_json::from_str(&b.now_opts).map_err(|e| e.to_string())?;
+    let with = |k: &str, v: &str| {
+        let mut o = now.clone();
+        o[k] = json!(v);
+        o.to_string()
+    };
+    let mut runs: Vec<(Option<&str>, String)> = MODELS.iter().map(|m| (*m, b.now_opts.clone())).collect();
+    runs.push((None, with("send", "delta")));
+    runs.push((None, with("format", "json")));
+    let mut h = Sha256::new();
+    for (model, opts) in &runs {
+        b.conn.query_row("SELECT cmp_session_reset(?1)", [SID], |_| Ok(())).map_err(sql_err("session digest"))?;
+        for task in tasks {
+            let out: String = b
+                .conn
+                .query_row("SELECT cmp_context(?1, ?2, NULL, ?3, ?4)", params![task, model, SID, opts], |r| r.get(0))
+                .map_err(sql_err("session digest"))?;
+            h.update(out.as_bytes());
+        }
+        let state: String =
+            b.conn.query_row("SELECT cmp_session(?1)", [SID], |r| r.get(0)).map_err(sql_err("session digest"))?;
+        h.update(state.as_bytes());
+    }
+    b.conn.query_row("SELECT cmp_session_reset(?1)", [SID], |_| Ok(())).map_err(sql_err("session digest"))?;
+    Ok(cmp::envelope::hex(&h.finalize()))
+}
+
 fn percentile(sorted: &[Duration], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -616,13 +662,7 @@ fn run() -> Res<()> {
     }
     eprintln!("bench: warm-up {} tasks in {:.1}s", a.warmup.min(tasks.len()), t.elapsed().as_secs_f64());
 
-    // A digest of what cmp returns for the first --digest tasks (every profile, and the search rows):
-    // an optimisation that must not change packs must not change it.
-    let digest =
-        if a.digest > 0 && b.has_context { Some(digest(&b, &tasks[..a.digest.min(tasks.len())])?) } else { None };
-    if let Some(d) = &digest {
-        eprintln!("bench: digest of {} tasks: {d}", a.digest.min(tasks.len()));
-    }
+    let (digest, session_digest) = digests(&b, &tasks[..a.digest.min(tasks.len())])?;
 
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); steps.len()];
     let t = Instant::now();
@@ -733,7 +773,7 @@ fn run() -> Res<()> {
             "machine": mach,
             "sqlite_version": sqlite_version,
             "cmp_version": cmp_version,
-            "corpus": a.corpus, "digest": digest, "n": a.n, "seed": a.seed, "tasks": tasks.len(), "rounds": a.rounds,
+            "corpus": a.corpus, "digest": digest, "session_digest": session_digest, "n": a.n, "seed": a.seed, "tasks": tasks.len(), "rounds": a.rounds,
             "rows": counts.0, "embedded_rows": counts.1, "entities": counts.2, "embed_dims": corpus::EMBED_DIMS,
             "notes": notes,
             "latency": rows_json,

@@ -238,6 +238,7 @@ pub struct Turn {
 /// Reads session `sid` of `scope` at horizon `h` (a Julian day): its state and what each ref it
 /// holds is now.
 pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64) -> Result<Turn> {
+    let t = crate::timing::phase("session: read, parse state");
     let stored = store::load_session(conn, sid, scope)?;
     let state: State = match &stored {
         Some(s) => serde_json::from_str(s).map_err(|e| {
@@ -245,6 +246,8 @@ pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64) -> Result<Tu
         })?,
         None => State::default(),
     };
+    drop(t);
+    let _t = crate::timing::phase("session: status of known refs");
     let known: Vec<String> = state.known.keys().cloned().collect();
     let status = store::ref_status(conn, &known, scope, h)?;
     Ok(Turn { stored, state, status })
@@ -265,6 +268,7 @@ pub fn run_turn<T>(
     for _ in 0..SESSION_RETRIES {
         let turn = load_turn(conn, sid, scope, h)?;
         let (out, next) = attempt(&turn)?;
+        let _t = crate::timing::phase("session: serialise, store state");
         let text = serde_json::to_string(&next).map_err(|e| Error::Internal(e.to_string()))?;
         let expected = turn.stored.as_ref().map(|_| turn.state.cursor);
         let saved = store::save_session(conn, sid, scope, expected, next.turn, next.cursor, &text, at)?;
