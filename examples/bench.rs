@@ -12,7 +12,8 @@
 //!   `src/store/memories.rs` over `ELIGIBLE`, same parameters, rows materialised the same way);
 //! - `SELECT count(*) FROM cmp_search(?, ?)`;
 //! - `SELECT cmp_context(?, model, NULL, NULL, ?)` for models NULL, claude, gpt, cursor;
-//! - a session turn: the same call with a session id;
+//! - a session turn: the same call with a session id (model NULL, or `--session-model`), one session
+//!   through all tasks, reset first;
 //! - vector retrieval over 384-dimensional user embeddings (`cmp_search('', {query_embedding})`)
 //!   against a brute-force cosine loop in Rust over the same blobs read with SELECT.
 //!
@@ -34,6 +35,7 @@ use std::time::{Duration, Instant};
 const TOKENIZER: &str = "porter unicode61 remove_diacritics 2";
 const SCOPE: &str = "default";
 const SESSION: &str = "bench-session";
+const PHASES_SESSION: &str = "bench-phases";
 const MODELS: [Option<&str>; 4] = [None, Some("claude"), Some("gpt"), Some("cursor")];
 
 type Res<T> = Result<T, String>;
@@ -58,11 +60,14 @@ struct Args {
     digest: usize,
     steps: Option<Vec<String>>,
     phases: bool,
+    session_model: usize,
+    session_seed: usize,
 }
 
 const USAGE: &str = "usage: bench [--corpus real|generated] [--data ../shared/data] [--n 100000] [--db PATH] \
 [--tasks 200] [--seed 42] [--embed-every 10] [--rounds 1] [--warmup 20] [--insert-rows N] [--digest N] \
-[--steps join,search,generic,claude,gpt,cursor,session,vector] [--phases] [--json OUT]";
+[--steps join,search,generic,claude,gpt,cursor,session,vector] [--session-model generic|claude|gpt|cursor] [--session-seed N] [--phases] \
+[--json OUT]";
 
 fn parse_args() -> Res<Args> {
     let mut a = Args {
@@ -80,6 +85,8 @@ fn parse_args() -> Res<Args> {
         digest: 0,
         steps: None,
         phases: false,
+        session_model: 0,
+        session_seed: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -99,6 +106,14 @@ fn parse_args() -> Res<Args> {
             "--data" => a.data = value("--data")?,
             "--digest" => a.digest = num("--digest", value("--digest")?)?,
             "--phases" => a.phases = true,
+            "--session-seed" => a.session_seed = num("--session-seed", value("--session-seed")?)?,
+            "--session-model" => {
+                let m = value("--session-model")?;
+                a.session_model = MODELS
+                    .iter()
+                    .position(|x| x.unwrap_or("generic") == m)
+                    .ok_or(format!("--session-model must be generic, claude, gpt or cursor, got {m:?}"))?;
+            }
             "--steps" => a.steps = Some(value("--steps")?.split(',').map(str::to_string).collect()),
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
@@ -401,7 +416,8 @@ enum Step {
     Floor,
     Search,
     Context(usize),
-    Session,
+    /// A session turn of the profile `MODELS[i]`.
+    Session(usize),
     VectorFloor,
     VectorSearch,
 }
@@ -413,7 +429,7 @@ impl Step {
             Step::Floor => "cmp's FTS5 query: BM25 top-200 joined to cmp_memories, eligible rows".into(),
             Step::Search => "cmp_search count(*)".into(),
             Step::Context(i) => format!("cmp_context model {}", MODELS[i].unwrap_or("NULL")),
-            Step::Session => "cmp_context session turn (model NULL)".into(),
+            Step::Session(i) => format!("cmp_context session turn (model {})", MODELS[i].unwrap_or("NULL")),
             Step::VectorFloor => "brute-force cosine, Rust (vector floor)".into(),
             Step::VectorSearch => "cmp_search query_embedding (task '')".into(),
         }
@@ -433,10 +449,44 @@ fn run_step(b: &Bench<'_>, s: Step, task: &str, vec_opts: &str, qv: &[f32]) -> R
         Step::Floor => b.floor(task).map(drop),
         Step::Search => b.search(task, &b.now_opts).map(drop),
         Step::Context(i) => b.context(task, MODELS[i], None).map(drop),
-        Step::Session => b.context(task, None, Some(SESSION)).map(drop),
+        Step::Session(i) => b.context(task, MODELS[i], Some(SESSION)).map(drop),
         Step::VectorFloor => b.vector_floor(qv).map(drop),
         Step::VectorSearch => b.search("", vec_opts).map(drop),
     }
+}
+
+/// A reused corpus may hold the sessions of an earlier run: they start at turn 1 again (seeded with
+/// `seed` refs, see [`seed_session`]).
+fn start_sessions(conn: &Connection, seed: usize) -> Res<()> {
+    for sid in [SESSION, PHASES_SESSION] {
+        conn.query_row("SELECT cmp_session_reset(?1)", [sid], |_| Ok(())).map_err(sql_err("cmp_session_reset"))?;
+    }
+    if seed > 0 {
+        seed_session(conn, seed)?;
+    }
+    Ok(())
+}
+
+/// `--session-seed N`: the session starts holding N refs (memories spread over the corpus), all
+/// served at a turn it never reaches, so none goes cold and the known set stays at N (capped at 512;
+/// the refs of each pack are then dropped by the cap, so `new` stays empty). Packs on this corpus hold
+/// well under 128 items, so the 512-ref cap is never reached by turns alone: this measures a turn's
+/// cost at the cap. The state is written as cmp stores it (an internal table, written only here).
+fn seed_session(conn: &Connection, n: usize) -> Res<()> {
+    let total: i64 = conn.query_row("SELECT count(*) FROM cmp_memories", [], |r| r.get(0)).map_err(sql_err("seed"))?;
+    let step = (total / n.max(1) as i64).max(1);
+    let ids: Vec<String> = conn
+        .prepare(&format!("SELECT id FROM cmp_memories WHERE rid % {step} = 0 ORDER BY rid LIMIT {n}"))
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .map_err(sql_err("seed"))?;
+    let known: serde_json::Map<String, Value> = ids.into_iter().map(|id| (id, json!(1_000_000_000))).collect();
+    let state = json!({"turn": 0, "cursor": 0, "known": known, "trajectory": [], "centroid": {}}).to_string();
+    conn.execute(
+        "INSERT INTO cmp_sessions(session_id, scope, turn, cursor, state, updated_at) VALUES (?1, ?2, 0, 0, ?3, '')",
+        params![SESSION, SCOPE, state],
+    )
+    .map_err(sql_err("seed"))?;
+    Ok(())
 }
 
 /// Where a call's time goes: cmp's own phase counters (`cmp::timing`) over one pass of the tasks,
@@ -444,7 +494,7 @@ fn run_step(b: &Bench<'_>, s: Step, task: &str, vec_opts: &str, qv: &[f32]) -> R
 fn phase_table(b: &Bench<'_>, tasks: &[String]) -> Res<String> {
     let mut md = String::from("\n| phase (mean ms per call) | cmp_context generic | with a session |\n|---|---|---|\n");
     let mut cols: Vec<Vec<(&'static str, f64)>> = Vec::new();
-    for session in [None, Some("bench-phases")] {
+    for session in [None, Some(PHASES_SESSION)] {
         // The floor runs right before each call, so the two see the same cache.
         let (mut total, mut floor) = (Duration::ZERO, Duration::ZERO);
         cmp::timing::enable(true);
@@ -512,6 +562,52 @@ fn digest(b: &Bench<'_>, tasks: &[String]) -> Res<String> {
     Ok(cmp::envelope::hex(&h.finalize()))
 }
 
+/// The digests of what cmp returns for the first --digest tasks, printed: stateless calls (every
+/// profile, and the search rows) and session turns. An optimisation that must not change packs must
+/// not change either.
+fn digests(b: &Bench<'_>, tasks: &[String]) -> Res<(Option<String>, Option<String>)> {
+    if tasks.is_empty() || !b.has_context {
+        return Ok((None, None));
+    }
+    let (plain, sessions) = (digest(b, tasks)?, session_digest(b, tasks)?);
+    eprintln!("bench: digest of {} tasks: {plain}", tasks.len());
+    eprintln!("bench: session digest of {} tasks: {sessions}", tasks.len());
+    Ok((Some(plain), Some(sessions)))
+}
+
+/// A digest of what session turns return: for every profile, and for the generic one with
+/// `send: "delta"` and with the json format, one session through `tasks` in order (every envelope,
+/// then the state `cmp_session` shows). A change to how sessions are read or stored must not move it.
+fn session_digest(b: &Bench<'_>, tasks: &[String]) -> Res<String> {
+    use sha2::{Digest, Sha256};
+    const SID: &str = "bench-digest";
+    let now: Value = serde_json::from_str(&b.now_opts).map_err(|e| e.to_string())?;
+    let with = |k: &str, v: &str| {
+        let mut o = now.clone();
+        o[k] = json!(v);
+        o.to_string()
+    };
+    let mut runs: Vec<(Option<&str>, String)> = MODELS.iter().map(|m| (*m, b.now_opts.clone())).collect();
+    runs.push((None, with("send", "delta")));
+    runs.push((None, with("format", "json")));
+    let mut h = Sha256::new();
+    for (model, opts) in &runs {
+        b.conn.query_row("SELECT cmp_session_reset(?1)", [SID], |_| Ok(())).map_err(sql_err("session digest"))?;
+        for task in tasks {
+            let out: String = b
+                .conn
+                .query_row("SELECT cmp_context(?1, ?2, NULL, ?3, ?4)", params![task, model, SID, opts], |r| r.get(0))
+                .map_err(sql_err("session digest"))?;
+            h.update(out.as_bytes());
+        }
+        let state: String =
+            b.conn.query_row("SELECT cmp_session(?1)", [SID], |r| r.get(0)).map_err(sql_err("session digest"))?;
+        h.update(state.as_bytes());
+    }
+    b.conn.query_row("SELECT cmp_session_reset(?1)", [SID], |_| Ok(())).map_err(sql_err("session digest"))?;
+    Ok(cmp::envelope::hex(&h.finalize()))
+}
+
 fn percentile(sorted: &[Duration], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -572,9 +668,8 @@ fn run() -> Res<()> {
         notes.push("cmp_context is not available in this build (no such function): its rows are skipped".to_string());
         eprintln!("bench: NOTE: {}", notes[0]);
     }
-    // A reused corpus may hold the session of an earlier run: start it at turn 1 again.
     if has_context {
-        conn.query_row("SELECT cmp_session_reset(?1)", [SESSION], |_| Ok(())).map_err(sql_err("cmp_session_reset"))?;
+        start_sessions(&conn, a.session_seed)?;
     }
 
     let now = corpus::bench_now();
@@ -587,7 +682,7 @@ fn run() -> Res<()> {
     let mut steps = vec![Step::PlainFloor, Step::Floor, Step::Search];
     if b.has_context {
         steps.extend((0..MODELS.len()).map(Step::Context));
-        steps.push(Step::Session);
+        steps.push(Step::Session(a.session_model));
     }
     steps.extend([Step::VectorFloor, Step::VectorSearch]);
     if let Some(only) = &a.steps {
@@ -597,7 +692,7 @@ fn run() -> Res<()> {
             Step::Floor => only.iter().any(|o| o == "join"),
             Step::Search => only.iter().any(|o| o == "search"),
             Step::Context(i) => only.iter().any(|o| o == MODELS[*i].unwrap_or("generic")),
-            Step::Session => only.iter().any(|o| o == "session"),
+            Step::Session(_) => only.iter().any(|o| o == "session"),
             Step::VectorSearch => only.iter().any(|o| o == "vector"),
         };
         let keep: Vec<Step> = steps.iter().copied().filter(wanted).collect();
@@ -616,13 +711,7 @@ fn run() -> Res<()> {
     }
     eprintln!("bench: warm-up {} tasks in {:.1}s", a.warmup.min(tasks.len()), t.elapsed().as_secs_f64());
 
-    // A digest of what cmp returns for the first --digest tasks (every profile, and the search rows):
-    // an optimisation that must not change packs must not change it.
-    let digest =
-        if a.digest > 0 && b.has_context { Some(digest(&b, &tasks[..a.digest.min(tasks.len())])?) } else { None };
-    if let Some(d) = &digest {
-        eprintln!("bench: digest of {} tasks: {d}", a.digest.min(tasks.len()));
-    }
+    let (digest, session_digest) = digests(&b, &tasks[..a.digest.min(tasks.len())])?;
 
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); steps.len()];
     let t = Instant::now();
@@ -733,7 +822,7 @@ fn run() -> Res<()> {
             "machine": mach,
             "sqlite_version": sqlite_version,
             "cmp_version": cmp_version,
-            "corpus": a.corpus, "digest": digest, "n": a.n, "seed": a.seed, "tasks": tasks.len(), "rounds": a.rounds,
+            "corpus": a.corpus, "digest": digest, "session_digest": session_digest, "n": a.n, "seed": a.seed, "tasks": tasks.len(), "rounds": a.rounds,
             "rows": counts.0, "embedded_rows": counts.1, "entities": counts.2, "embed_dims": corpus::EMBED_DIMS,
             "notes": notes,
             "latency": rows_json,

@@ -56,6 +56,23 @@ pub struct State {
     /// Fingerprint of the legend this session was last sent: later turns send it only if it changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legend: Option<String>,
+    /// Where the memory row of each known ref was found, in the order of `known` (None: not a
+    /// memory, or not looked up yet): lets the next turn read those rows by rowid. Only a hint, checked
+    /// against the row's id ([`crate::store::ref_status`]); not part of what `cmp_session` shows, and
+    /// ignored unless it has one entry per known ref (states written before it have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "lenient_rows")]
+    pub rows: Vec<Option<i64>>,
+}
+
+/// [`State::rows`] as stored, or none when it is not an array of rowids and nulls: a hint never
+/// makes a state unreadable (a field a build does not know was always ignored).
+fn lenient_rows<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<Option<i64>>, D::Error> {
+    let Value::Array(a) = Value::deserialize(d)? else { return Ok(Vec::new()) };
+    let row = |x: &Value| match x {
+        Value::Null => Some(None),
+        other => other.as_i64().map(Some),
+    };
+    Ok(a.iter().map(row).collect::<Option<Vec<_>>>().unwrap_or_default())
 }
 
 /// What a known ref is now (read by [`crate::store::ref_status`]).
@@ -137,7 +154,7 @@ pub fn advance(
     let trajectory =
         next_trajectory(&state.trajectory, Step { turn, tokens, ids: pack.iter().map(|p| p.0.clone()).collect() });
     let centroid = next_centroid(&state.centroid, terms);
-    let next = State { turn, cursor, known, trajectory, centroid, legend: state.legend.clone() };
+    let next = State { turn, cursor, known, trajectory, centroid, legend: state.legend.clone(), rows: Vec::new() };
     (next, Delta { new, evicted, superseded, cursor })
 }
 
@@ -193,11 +210,10 @@ fn cap_known(
 
 /// The last [`TRAJECTORY_WINDOW`] steps with `step` appended.
 fn next_trajectory(past: &[Step], step: Step) -> Vec<Step> {
-    let mut trajectory = past.to_vec();
+    let kept = &past[past.len().saturating_sub(TRAJECTORY_WINDOW - 1)..];
+    let mut trajectory = Vec::with_capacity(kept.len() + 1);
+    trajectory.extend_from_slice(kept);
     trajectory.push(step);
-    if trajectory.len() > TRAJECTORY_WINDOW {
-        trajectory.drain(..trajectory.len() - TRAJECTORY_WINDOW);
-    }
     trajectory
 }
 
@@ -233,11 +249,14 @@ pub struct Turn {
     pub state: State,
     /// What each known ref is now.
     pub status: HashMap<String, Status>,
+    /// Where each known ref's memory row is, in the order of `state.known` (see [`State::rows`]).
+    pub rows: Vec<Option<i64>>,
 }
 
 /// Reads session `sid` of `scope` at horizon `h` (a Julian day): its state and what each ref it
 /// holds is now.
 pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64) -> Result<Turn> {
+    let t = crate::timing::phase("session: read, parse state");
     let stored = store::load_session(conn, sid, scope)?;
     let state: State = match &stored {
         Some(s) => serde_json::from_str(s).map_err(|e| {
@@ -245,9 +264,27 @@ pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64) -> Result<Tu
         })?,
         None => State::default(),
     };
+    drop(t);
+    let _t = crate::timing::phase("session: status of known refs");
     let known: Vec<String> = state.known.keys().cloned().collect();
-    let status = store::ref_status(conn, &known, scope, h)?;
-    Ok(Turn { stored, state, status })
+    let hints: &[Option<i64>] = if state.rows.len() == known.len() { &state.rows } else { &[] };
+    let read = store::ref_status(conn, &known, hints, scope, h)?;
+    Ok(Turn { stored, state, status: read.status, rows: read.rows })
+}
+
+/// The rows of `next`'s known refs that `turn` found (see [`State::rows`]); empty when none. Both
+/// known sets are sorted: one merge, no lookups.
+fn next_rows(turn: &Turn, next: &State) -> Vec<Option<i64>> {
+    if turn.rows.iter().all(Option::is_none) {
+        return Vec::new();
+    }
+    let mut found = turn.state.known.keys().zip(&turn.rows).peekable();
+    let mut rows = Vec::with_capacity(next.known.len());
+    for r in next.known.keys() {
+        while found.next_if(|(k, _)| k.as_str() < r.as_str()).is_some() {}
+        rows.push(found.next_if(|(k, _)| *k == r).and_then(|(_, row)| *row));
+    }
+    rows
 }
 
 /// Runs one turn of session `sid`: `attempt` renders an output for the turn as read and returns it
@@ -264,7 +301,9 @@ pub fn run_turn<T>(
 ) -> Result<T> {
     for _ in 0..SESSION_RETRIES {
         let turn = load_turn(conn, sid, scope, h)?;
-        let (out, next) = attempt(&turn)?;
+        let (out, mut next) = attempt(&turn)?;
+        let _t = crate::timing::phase("session: serialise, store state");
+        next.rows = next_rows(&turn, &next);
         let text = serde_json::to_string(&next).map_err(|e| Error::Internal(e.to_string()))?;
         let expected = turn.stored.as_ref().map(|_| turn.state.cursor);
         let saved = store::save_session(conn, sid, scope, expected, next.turn, next.cursor, &text, at)?;
@@ -391,6 +430,80 @@ mod tests {
             assert_eq!(d.cursor, worst.cursor);
         }
         assert_eq!(worst.evicted, vec!["a".to_string(), "b".to_string()]);
+    }
+
+    fn store_with(ids: &[&str]) -> Connection {
+        let conn = Connection::open_in_memory().expect("open");
+        crate::register(&conn).expect("register");
+        crate::store::init(&conn).expect("init");
+        for id in ids {
+            conn.execute("INSERT INTO cmp_memories(id, content, scope) VALUES (?1, 'x', 's')", [id]).expect("row");
+        }
+        conn
+    }
+
+    fn stored(conn: &Connection) -> Value {
+        let text = store::load_session(conn, "sid", "s").expect("load").expect("stored");
+        serde_json::from_str(&text).expect("json")
+    }
+
+    /// One turn serving `pack`, run through [`run_turn`] as `cmp_context` does.
+    fn turn(conn: &Connection, pack: &[&str]) -> (Turn, State) {
+        run_turn(conn, "sid", "s", 2_460_000.0, "2025-01-01T00:00:00Z", |t| {
+            let next = advance(&t.state, &refs(pack), 10, &[], &t.status).0;
+            Ok(((t.clone(), next.clone()), next))
+        })
+        .expect("turn")
+    }
+
+    #[test]
+    fn a_state_stored_before_row_hints_loads_and_gains_them() {
+        let conn = store_with(&["a", "b"]);
+        let old = r#"{"turn":1,"cursor":1,"known":{"a":1,"b":1,"x":1},"trajectory":[],"centroid":{}}"#;
+        assert!(store::save_session(&conn, "sid", "s", None, 1, 1, old, "t").expect("save"));
+        let (read, _) = turn(&conn, &["a"]);
+        assert!(read.state.rows.is_empty());
+        assert_eq!(read.status, [("x".to_string(), Status::Gone)].into());
+        let rid = |id: &str| -> i64 {
+            conn.query_row("SELECT rid FROM cmp_memories WHERE id = ?1", [id], |r| r.get(0)).expect("rid")
+        };
+        let v = stored(&conn);
+        assert_eq!(v["known"], json!({"a": 2, "b": 1}));
+        assert_eq!(v["rows"], json!([rid("a"), rid("b")]));
+        // The next turn reads them by rowid, and a ref new to it has no row yet.
+        conn.execute("INSERT INTO cmp_memories(id, content, scope) VALUES ('c', 'x', 's')", []).expect("c");
+        let (read, next) = turn(&conn, &["a", "c"]);
+        assert_eq!(read.rows, vec![Some(rid("a")), Some(rid("b"))]);
+        assert_eq!(next.known.len(), 3);
+        assert_eq!(stored(&conn)["rows"], json!([rid("a"), rid("b"), null]));
+    }
+
+    #[test]
+    fn row_hints_that_are_not_rowids_are_ignored() {
+        let parse = |rows: &str| -> State {
+            let text =
+                format!(r#"{{"turn":1,"cursor":1,"known":{{"a":1}},"trajectory":[],"centroid":{{}},"rows":{rows}}}"#);
+            serde_json::from_str(&text).expect("a state, whatever its hints")
+        };
+        assert_eq!(parse("[7]").rows, vec![Some(7)]);
+        assert_eq!(parse("[null]").rows, vec![None]);
+        for odd in [r#""x""#, "[1.5]", r#"["7"]"#, "{}", "null", "[[1]]"] {
+            assert!(parse(odd).rows.is_empty(), "{odd}");
+        }
+    }
+
+    #[test]
+    fn next_rows_follow_the_refs_into_the_next_known_set() {
+        let state =
+            State { known: [("a", 1), ("c", 1), ("d", 1)].map(|(r, t)| (r.to_string(), t)).into(), ..State::default() };
+        let read = Turn { stored: None, state, status: HashMap::new(), rows: vec![Some(1), None, Some(4)] };
+        let next = State {
+            known: [("b", 2), ("c", 2), ("d", 2), ("e", 2)].map(|(r, t)| (r.to_string(), t)).into(),
+            ..State::default()
+        };
+        assert_eq!(next_rows(&read, &next), vec![None, None, Some(4), None]);
+        let none = Turn { rows: vec![None; 3], ..read };
+        assert!(next_rows(&none, &next).is_empty());
     }
 
     #[test]
