@@ -245,7 +245,7 @@ pub fn reserve(
         model: g.profile.name,
         pack: &dummy,
         shown: Vec::new(),
-        pending: 99_999,
+        pending: g.pending,
         cursor: cursor.as_deref().map(|c| cursor::untagged(c).to_string()),
         follow_ups: if o.audit {
             vec![follow_up(costly_ref, "document"), follow_up(costly_ref, "neighbors")]

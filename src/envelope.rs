@@ -401,7 +401,9 @@ impl Layout {
 
     /// The session delta's entry for a new item.
     fn new_unit(r: &str, rel: Option<f64>) -> String {
-        json!({"ref": r, "delta_relevance": num(rel)}).to_string()
+        // Written directly, not built as a Value: every item is priced with it several times.
+        let r = serde_json::to_string(r).unwrap_or_default();
+        format!("{{\"ref\":{r},\"delta_relevance\":{}}}", num(rel))
     }
 
     fn cost_of(&self, v: &View<'_>) -> usize {
@@ -973,6 +975,15 @@ mod tests {
         ];
         assert_eq!(body, want, "{}", out.text);
         assert_eq!(out.used, Counter::O200k.count(&out.text));
+    }
+
+    #[test]
+    fn a_new_entry_is_written_as_its_value() {
+        for (r, rel) in
+            [("mem_a", Some(0.123_456_789)), ("mem_\"q\"", None), ("北京", Some(1.0)), ("x", Some(f64::NAN))]
+        {
+            assert_eq!(Layout::new_unit(r, rel), json!({"ref": r, "delta_relevance": num(rel)}).to_string());
+        }
     }
 
     #[test]
