@@ -975,6 +975,13 @@ mod tests {
         ];
         assert_eq!(body, want, "{}", out.text);
         assert_eq!(out.used, Counter::O200k.count(&out.text));
+        // The rules: in one line by default, numbered and verbatim with the full legend.
+        assert!(out.text.lines().any(|l| l == MARKDOWN_RULES));
+        let full = Layout { legend: Legend::Full, ..layout }.render(&parts);
+        for (i, r) in RULES.iter().enumerate() {
+            assert!(full.text.lines().any(|l| l == format!("{}. {r}", i + 1)), "{}", full.text);
+        }
+        assert!(!full.text.contains(MARKDOWN_RULES));
     }
 
     #[test]
