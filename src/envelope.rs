@@ -97,10 +97,23 @@ pub fn legend(kind: Legend) -> Option<Value> {
     }))
 }
 
-/// A short fingerprint of a legend, so a session knows whether it holds this one.
+/// A short fingerprint of a legend, so a session knows whether it holds this one. The legends are
+/// constants, so each is hashed once per process (hashing one cost a session turn more than reading
+/// its state).
 pub fn legend_id(kind: Legend) -> String {
-    let text = legend(kind).map(|v| v.to_string()).unwrap_or_default();
-    hex(&Sha256::digest(text.as_bytes()))[..16].to_string()
+    static IDS: [std::sync::OnceLock<String>; 4] = [const { std::sync::OnceLock::new() }; 4];
+    let slot = match kind {
+        Legend::Compact => 0,
+        Legend::Full => 1,
+        Legend::Minimal => 2,
+        Legend::Held => 3,
+    };
+    IDS[slot]
+        .get_or_init(|| {
+            let text = legend(kind).map(|v| v.to_string()).unwrap_or_default();
+            hex(&Sha256::digest(text.as_bytes()))[..16].to_string()
+        })
+        .clone()
 }
 
 /// A number as the envelope shows it: 6 decimal places, or null.

@@ -167,7 +167,7 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
         pin(conn, req, &fitted)?;
         return Ok(fitted.text);
     };
-    let legend_id = held_legend_id(kind);
+    let legend_id = envelope::legend_id(kind);
     let h = time::julian(o.horizon());
     session::run_turn(conn, sid, &o.scope, h, &time::format(o.now), |turn| {
         let legend = if turn.state.legend.as_deref() == Some(legend_id.as_str()) { Legend::Held } else { kind };
@@ -182,18 +182,6 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
         }
         Ok((fitted.text, next))
     })
-}
-
-/// [`envelope::legend_id`] of `kind`, computed once per process: the legends are constants, and
-/// hashing one costs a session turn more than reading its state.
-fn held_legend_id(kind: Legend) -> String {
-    static COMPACT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    static FULL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    match kind {
-        Legend::Compact => COMPACT.get_or_init(|| envelope::legend_id(kind)).clone(),
-        Legend::Full => FULL.get_or_init(|| envelope::legend_id(kind)).clone(),
-        other => envelope::legend_id(other),
-    }
 }
 
 /// Stores the pin of a pack when the call asked for one.

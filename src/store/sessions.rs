@@ -102,7 +102,8 @@ fn maybe_not_live() -> String {
 /// Every turn of a session asks about every ref it holds, nearly all of them live and still where
 /// they were: a hinted ref's row is read by its rowid, without the id index, and used only when its
 /// id is the ref (ids are unique, so it is then the ref's row); any other ref is looked up by id.
-/// Each statement returns only the rows that may not be live, which are judged here.
+/// The by-rowid statement returns only the rows that may not be live, which are judged here; the by-id
+/// one returns every row it finds, to learn its rowid for the next turn.
 pub fn ref_status(
     conn: &Connection,
     refs: &[String],
