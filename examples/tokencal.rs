@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release --example tokencal -- [--data DIR]      # the estimate against o200k
 //! cargo run --release --example tokencal -- --envelope        # what each part of a pack costs
+//! cargo run --release --example tokencal -- --verify          # cmp's exact counts = tiktoken's
 //! ```
 use cmp::tokens::{estimate, Counter};
 use serde_json::Value;
@@ -163,12 +164,41 @@ fn envelope(dir: &str) {
     }
 }
 
+/// cmp's exact counts (pieces looked up) against tiktoken-rs's own encoder on every text of the
+/// corpora, alone and joined by newlines in chunks of 40; exits non-zero on any difference.
+fn verify(dir: &str) {
+    let (mut checked, mut wrong) = (0usize, 0usize);
+    for (name, list) in texts(dir) {
+        let chunks: Vec<String> = list.chunks(40).map(|c| c.join("\n")).collect();
+        for text in list.iter().chain(&chunks) {
+            for (counter, bpe) in [
+                (Counter::O200k, tiktoken_rs::o200k_base_singleton()),
+                (Counter::Cl100k, tiktoken_rs::cl100k_base_singleton()),
+            ] {
+                let (got, want) = (counter.count(text), bpe.encode_ordinary(text).len());
+                checked += 1;
+                if got != want {
+                    wrong += 1;
+                    eprintln!("{name} {counter:?}: {got} vs {want}: {:?}", text.chars().take(80).collect::<String>());
+                }
+            }
+        }
+    }
+    println!("exact counts checked: {checked}, different from tiktoken-rs: {wrong}");
+    if wrong > 0 || checked == 0 {
+        std::process::exit(1);
+    }
+}
+
 fn main() {
     let mut dir = "../shared/data".to_string();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--data" {
             dir = args.next().unwrap_or(dir);
+        } else if a == "--verify" {
+            verify(&dir);
+            return;
         } else if a == "--envelope" {
             envelope(&dir);
             return;

@@ -10,7 +10,10 @@
 //!   more than 2 % (BENCHMARKS.md, "Token counting").
 //!
 //! Exact counts are cached per thread by text hash: the same memory is counted once, not on every
-//! call that considers it.
+//! call that considers it. A text not seen before is counted piece by piece ([`pieces`]): its words
+//! are looked up, and only a piece no text had before is byte-pair encoded.
+
+mod pieces;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -94,7 +97,14 @@ impl Counter {
     pub fn count(self, text: &str) -> usize {
         match self.bpe() {
             None => estimate(text),
-            Some(bpe) => cached(self, text, || bpe.encode_ordinary(text).len()),
+            Some(bpe) => cached(self, text, || pieces::count(self.encoding(), text, |p| bpe.encode_ordinary(p).len())),
+        }
+    }
+
+    fn encoding(self) -> pieces::Encoding {
+        match self {
+            Counter::Cl100k => pieces::Encoding::Cl100k,
+            _ => pieces::Encoding::O200k,
         }
     }
 

@@ -1,0 +1,166 @@
+//! Exact byte-pair counts without a backtracking regex. An OpenAI encoding splits text into pieces
+//! with a regex and byte-pair encodes each piece on its own, so a text's count is the sum of its
+//! pieces' counts. Their patterns need `fancy-regex` for one look-ahead, `\s+(?!\S)` (a run of spaces
+//! leaves its last space to the word after it), and matching them was most of the time of counting.
+//! Here the pattern has `\s+` in that place, matched by the `regex` crate's automata, and such a run
+//! is shortened by hand; each distinct piece is encoded once per thread and then looked up.
+//!
+//! Possessive quantifiers in `cl100k_base` (`?+`, `++`, `*+`, `{1,3}+`) are plain greedy ones here:
+//! in that pattern no match a possessive quantifier refuses is one a greedy one would find.
+
+use regex::Regex;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::OnceLock;
+
+/// `o200k_base`'s pattern, look-ahead removed (its `\s+(?!\S)|\s+` is `\s+`).
+const O200K: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"|\s*[\r\n]+",
+    r"|\s+",
+);
+
+/// `cl100k_base`'s pattern, look-ahead removed (its `\s+(?!\S)|\s` is `\s+`), quantifiers greedy.
+const CL100K: &str =
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s+$|\s*[\r\n]|\s+";
+
+/// Distinct pieces remembered per thread before the memory is cleared (a bound, not a knob).
+const PIECES: usize = 1 << 17;
+
+/// The two encodings counted exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    O200k,
+    Cl100k,
+}
+
+impl Encoding {
+    fn pattern(self) -> &'static Regex {
+        static O: OnceLock<Regex> = OnceLock::new();
+        static C: OnceLock<Regex> = OnceLock::new();
+        let (cell, src) = match self {
+            Encoding::O200k => (&O, O200K),
+            Encoding::Cl100k => (&C, CL100K),
+        };
+        cell.get_or_init(|| Regex::new(src).expect("the encoding's pattern compiles"))
+    }
+}
+
+/// Calls `f` with each piece of `text`, in order; the pieces concatenate to `text`.
+pub fn each_piece(enc: Encoding, text: &str, mut f: impl FnMut(&str)) {
+    let re = enc.pattern();
+    let mut at = 0;
+    while at < text.len() {
+        let (start, end) = re.find_at(text, at).map_or((text.len(), text.len()), |m| (m.start(), m.end()));
+        if start > at {
+            // Every character matches some branch; this only keeps the pieces whole if one did not.
+            f(&text[at..start]);
+            at = start;
+            continue;
+        }
+        let end = end.max(at + text[at..].chars().next().map_or(1, char::len_utf8));
+        let end = look_ahead(&text[at..end], &text[end..]).map_or(end, |cut| at + cut);
+        f(&text[at..end]);
+        at = end;
+    }
+}
+
+/// Where `\s+(?!\S)` ends a run of spaces that `\s+` matched: before its last space when a
+/// non-space follows and the run has two or more (a lone space stays a piece, as `\s` gives it).
+/// Runs that hold a line break were taken by an earlier branch.
+fn look_ahead(piece: &str, rest: &str) -> Option<usize> {
+    let mut chars = piece.chars();
+    let last = chars.next_back()?;
+    let spaces = chars.clone().next().is_some() && piece.chars().all(char::is_whitespace);
+    let next_is_text = rest.chars().next().is_some_and(|c| !c.is_whitespace());
+    (spaces && next_is_text && last != '\n' && last != '\r').then(|| piece.len() - last.len_utf8())
+}
+
+thread_local! {
+    /// Tokens per piece, by (encoding, piece hash).
+    static SEEN: RefCell<HashMap<(u8, u64), u32>> = RefCell::new(HashMap::new());
+}
+
+/// The tokens of `text`: the sum over its pieces, each encoded by `encode` the first time a thread
+/// meets it.
+pub fn count(enc: Encoding, text: &str, encode: impl Fn(&str) -> usize) -> usize {
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if seen.len() >= PIECES {
+            seen.clear();
+        }
+        let mut total = 0usize;
+        each_piece(enc, text, |piece| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            piece.hash(&mut h);
+            let n = *seen.entry((enc as u8, h.finish())).or_insert_with(|| encode(piece).min(u32::MAX as usize) as u32);
+            total += n as usize;
+        });
+        total
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn full(enc: Encoding, text: &str) -> usize {
+        match enc {
+            Encoding::O200k => tiktoken_rs::o200k_base_singleton().encode_ordinary(text).len(),
+            Encoding::Cl100k => tiktoken_rs::cl100k_base_singleton().encode_ordinary(text).len(),
+        }
+    }
+
+    fn pieces(enc: Encoding, text: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        each_piece(enc, text, |p| v.push(p.to_string()));
+        v
+    }
+
+    #[test]
+    fn a_run_of_spaces_leaves_one_to_the_next_word() {
+        assert_eq!(pieces(Encoding::O200k, "a   b"), ["a", "  ", " b"]);
+        assert_eq!(pieces(Encoding::O200k, "a \n  b  "), ["a", " \n", " ", " b", "  "]);
+        assert_eq!(pieces(Encoding::Cl100k, "x  1"), ["x", " ", " ", "1"]);
+    }
+
+    #[test]
+    fn counts_equal_the_full_encoder_on_mixed_text() {
+        for text in [
+            "",
+            "hello world",
+            "Caroline: I'm going to the LGBTQ support group—it's   so powerful!!\n\n  See you @ 5:30pm?",
+            "我下周二要去北京出差，順便見見老朋友。東京の天気は？ 서울에 가요. สวัสดีครับ",
+            "emoji 😀👍🏽 and 1234567 digits, tabs\t\tand\r\nCRLF   \n   end   ",
+            "{\"ref\":\"mem_3f9a\",\"content\":\"Emi: For sure!\",\"why\":[0.91,\"fts\"]}\n- [mem_1] x",
+            "e\u{301}te\u{301} Straße naïve  ÀÖØ  \u{a0}\u{a0}word \u{2003}x",
+        ] {
+            for enc in [Encoding::O200k, Encoding::Cl100k] {
+                let got = count(enc, text, |p| full(enc, p));
+                assert_eq!(got, full(enc, text), "{enc:?} {text:?}");
+                assert_eq!(pieces(enc, text).concat(), text);
+            }
+        }
+    }
+
+    fn mixed() -> impl Strategy<Value = String> {
+        let alphabet: Vec<char> =
+            "aZé1 9  \t\n\r'sS/.,!-_\u{a0}\u{301}中文字한국ไทยカ😀\u{2003}\"{}:".chars().collect();
+        proptest::collection::vec(proptest::sample::select(alphabet), 0..60).prop_map(|v| v.into_iter().collect())
+    }
+
+    proptest! {
+        #[test]
+        fn counts_equal_the_full_encoder(text in mixed()) {
+            for enc in [Encoding::O200k, Encoding::Cl100k] {
+                prop_assert_eq!(count(enc, &text, |p| full(enc, p)), full(enc, &text), "{:?}", enc);
+                prop_assert_eq!(pieces(enc, &text).concat(), text.clone());
+            }
+        }
+    }
+}
