@@ -501,9 +501,12 @@ fn seed_session(conn: &Connection, n: usize) -> Res<()> {
 /// Where a call's time goes: cmp's own phase counters (`cmp::timing`) over one pass of the tasks,
 /// for the generic profile without and with a session, as mean ms per call.
 fn phase_table(b: &Bench<'_>, tasks: &[String]) -> Res<String> {
-    let mut md = String::from("\n| phase (mean ms per call) | cmp_context generic | with a session |\n|---|---|---|\n");
+    let mut md = String::from(
+        "\n| phase (mean ms per call) | cmp_context generic | claude | gpt | cursor | generic with a session |\n|---|---|---|---|---|---|\n",
+    );
     let mut cols: Vec<Vec<(&'static str, f64)>> = Vec::new();
-    for session in [None, Some(PHASES_SESSION)] {
+    let runs = [None, Some("claude"), Some("gpt"), Some("cursor")].map(|m| (m, None));
+    for (model, session) in runs.into_iter().chain([(None, Some(PHASES_SESSION))]) {
         // The floor runs right before each call, so the two see the same cache.
         let (mut total, mut floor) = (Duration::ZERO, Duration::ZERO);
         cmp::timing::enable(true);
@@ -513,7 +516,7 @@ fn phase_table(b: &Bench<'_>, tasks: &[String]) -> Res<String> {
             b.plain_floor(task, "ORDER BY rank")?;
             floor += t.elapsed();
             let t = Instant::now();
-            b.context(task, None, session)?;
+            b.context(task, model, session)?;
             total += t.elapsed();
         }
         cmp::timing::enable(false);
@@ -536,7 +539,8 @@ fn phase_table(b: &Bench<'_>, tasks: &[String]) -> Res<String> {
         let cell = |c: &Vec<(&'static str, f64)>| {
             c.iter().find(|x| x.0 == n).map_or("—".to_string(), |x| format!("{:.3}", x.1))
         };
-        let _ = writeln!(md, "| {n} | {} | {} |", cell(&cols[0]), cell(&cols[1]));
+        let cells: Vec<String> = cols.iter().map(cell).collect();
+        let _ = writeln!(md, "| {n} | {} |", cells.join(" | "));
     }
     Ok(md)
 }
