@@ -9,8 +9,8 @@
 //!   scaled so that on real chat text and on rendered packs it does not undercount `o200k_base` by
 //!   more than 2 % (BENCHMARKS.md, "Token counting").
 //!
-//! Exact counts are cached per thread by text hash: the same memory is counted once, not on every
-//! call that considers it. A text not seen before is counted piece by piece ([`pieces`]): its words
+//! Counts are cached per thread by text hash: the same memory is counted once, not on every call
+//! (or every packing round) that considers it. A text not seen before is counted piece by piece ([`pieces`]): its words
 //! are looked up, and only a piece no text had before is byte-pair encoded.
 
 mod pieces;
@@ -36,7 +36,7 @@ pub enum Counter {
 /// over every harness pack stays above 0.98 (BENCHMARKS.md, "Token counting").
 pub const ESTIMATE_SCALE: f64 = 1.12;
 
-/// Cached exact counts before the cache is cleared (a bound on memory, not a tuning knob).
+/// Cached counts before the cache is cleared (a bound on memory, not a tuning knob).
 const CACHE_ENTRIES: usize = 1 << 16;
 
 /// Raw weight of a character of a script written without spaces (o200k: about 0.8 tokens each on
@@ -96,7 +96,7 @@ impl Counter {
     /// Tokens of `text` (0 for the empty text).
     pub fn count(self, text: &str) -> usize {
         match self.bpe() {
-            None => estimate(text),
+            None => cached(self, text, || estimate(text)),
             Some(bpe) => cached(self, text, || pieces::count(self.encoding(), text, |p| bpe.encode_ordinary(p).len())),
         }
     }
@@ -187,7 +187,7 @@ fn bpe_prefix(bpe: &CoreBPE, text: &str, room: usize) -> String {
 }
 
 thread_local! {
-    /// Exact counts by (counter, text hash), one map per thread: no lock on the hot path.
+    /// Counts by (counter, text hash), one map per thread: no lock on the hot path.
     static CACHE: RefCell<HashMap<(u8, u64), u32>> = RefCell::new(HashMap::new());
 }
 
