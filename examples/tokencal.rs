@@ -1,13 +1,13 @@
-//! Token-count calibration: the estimate against OpenAI's o200k_base on real text (LoCoMo turns,
-//! realtalk-dev messages, memdaily-dev messages), per text and per 40-text chunk, and the speed of
-//! exact counting.
+//! Token counts on real text (LoCoMo turns, realtalk-dev messages, memdaily-dev messages): o200k_base
+//! (what the estimate of the non-gpt profiles counts with) against cl100k_base and chars/4, and the
+//! speed of counting, first pass and cached.
 //!
 //! ```text
-//! cargo run --release --example tokencal -- [--data DIR]      # the estimate against o200k
+//! cargo run --release --example tokencal -- [--data DIR]      # o200k against cl100k and chars/4
 //! cargo run --release --example tokencal -- --envelope        # what each part of a pack costs
 //! cargo run --release --example tokencal -- --verify          # cmp's exact counts = tiktoken's
 //! ```
-use cmp::tokens::{estimate, Counter};
+use cmp::tokens::Counter;
 use serde_json::Value;
 use std::time::Instant;
 
@@ -220,61 +220,42 @@ fn main() {
                 }
             }
             return;
-        } else if a == "--sum" {
-            // Σ o200k and Σ estimate over the lines of standard input, and the smallest ratio per line.
-            let (mut x, mut e, mut min) = (0usize, 0usize, f64::MAX);
-            for line in std::io::stdin().lines().map_while(Result::ok) {
-                let (a, b) = (Counter::O200k.count(&line), estimate(&line));
-                x += a;
-                e += b;
-                if a >= 20 {
-                    min = min.min(b as f64 / a as f64);
-                }
-            }
-            println!("o200k {x}, estimate {e}, ratio {:.3}, smallest line ratio {min:.3}", e as f64 / x as f64);
-            return;
         } else if a == "--lines" {
-            // Counts each line of standard input (o200k, estimate): to see where an output's tokens go.
+            // Counts each line of standard input (o200k, cl100k): to see where an output's tokens go.
             for line in std::io::stdin().lines().map_while(Result::ok) {
                 println!(
                     "{:5} {:5}  {}",
                     Counter::O200k.count(&line),
-                    estimate(&line),
+                    Counter::Cl100k.count(&line),
                     line.chars().take(100).collect::<String>()
                 );
             }
             return;
         }
     }
-    println!("| corpus | texts | o200k tokens | estimate / o200k (all) | min per 40-text chunk | min per text (≥ 20 tokens) | chars/4 / o200k |");
+    // The estimate is o200k_base's count: what the old estimate and the other tables say of the same text.
+    println!(
+        "| corpus | texts | o200k tokens | cl100k / o200k | chars/4 / o200k | exact counting, first pass | again |"
+    );
     println!("|---|---|---|---|---|---|---|");
+    let _ = (Counter::O200k.count("load the tables"), Counter::Cl100k.count("load the tables"));
     for (name, list) in texts(&dir) {
         let t0 = Instant::now();
-        let exact: Vec<usize> = list.iter().map(|t| Counter::O200k.count(t)).collect();
-        let secs = t0.elapsed().as_secs_f64();
-        let est: Vec<usize> = list.iter().map(|t| estimate(t)).collect();
+        let sx: usize = list.iter().map(|t| Counter::O200k.count(t)).sum();
+        let first = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        let again: usize = list.iter().map(|t| Counter::O200k.count(t)).sum();
+        let cached = t0.elapsed().as_secs_f64();
+        assert_eq!(again, sx);
+        let cl: usize = list.iter().map(|t| Counter::Cl100k.count(t)).sum();
         let chars: usize = list.iter().map(|t| t.chars().count().div_ceil(4)).sum();
-        let (se, sx): (usize, usize) = (est.iter().sum(), exact.iter().sum());
-        let mut min_chunk = f64::MAX;
-        for c in list.chunks(40) {
-            let joined = c.join("\n");
-            let r = estimate(&joined) as f64 / Counter::O200k.count(&joined).max(1) as f64;
-            min_chunk = min_chunk.min(r);
-        }
-        let min_text = est
-            .iter()
-            .zip(&exact)
-            .filter(|(_, x)| **x >= 20)
-            .map(|(e, x)| *e as f64 / *x as f64)
-            .fold(f64::MAX, f64::min);
         println!(
-            "| {name} | {} | {sx} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            "| {name} | {} | {sx} | {:.3} | {:.3} | {:.0} k tokens/s | {:.0} k tokens/s |",
             list.len(),
-            se as f64 / sx as f64,
-            min_chunk,
-            min_text,
-            chars as f64 / sx as f64
+            cl as f64 / sx.max(1) as f64,
+            chars as f64 / sx.max(1) as f64,
+            sx as f64 / first / 1000.0,
+            sx as f64 / cached / 1000.0,
         );
-        eprintln!("{name}: exact counting {:.1} k tokens/s (first pass, uncached)", sx as f64 / secs / 1000.0);
     }
 }

@@ -4,14 +4,14 @@
 //! - gpt-family models are counted exactly with OpenAI's own tables (`o200k_base` for gpt-4o, o1, o3,
 //!   gpt-4.1, gpt-5 and bare "gpt"/"openai"; `cl100k_base` for gpt-4 and gpt-3.5), embedded by
 //!   `tiktoken-rs`;
-//! - every other model gets a calibrated estimate ([`estimate`]): a one-pass count of the pieces a
-//!   byte-pair tokenizer splits text into (words, digit groups, punctuation runs, CJK characters),
-//!   scaled so that on real chat text and on rendered packs it does not undercount `o200k_base` by
-//!   more than 2 % (BENCHMARKS.md, "Token counting").
+//! - every other model (claude, cursor, generic) gets an estimate: its tokenizer is not public, so
+//!   the count is `o200k_base`'s, the table the project calibrates against (it never undercounts
+//!   `o200k_base`; an earlier heuristic overcounted chat text by 14-18 % and Chinese by 21 %, which
+//!   cost budget). The envelope says `counted_by: "estimate"`.
 //!
 //! Counts are cached per thread by text hash: the same memory is counted once, not on every call
-//! (or every packing round) that considers it. A text not seen before is counted piece by piece ([`pieces`]): its words
-//! are looked up, and only a piece no text had before is byte-pair encoded.
+//! (or every packing round) that considers it. A text not seen before is counted piece by piece
+//! ([`pieces`]): its words are looked up, and only a piece no text had before is byte-pair encoded.
 
 mod pieces;
 
@@ -27,21 +27,12 @@ pub enum Counter {
     O200k,
     /// OpenAI `cl100k_base`, exact.
     Cl100k,
-    /// The calibrated estimate.
+    /// An estimate for a model whose tokenizer is not public: `o200k_base`'s count.
     Estimate,
 }
 
-/// Multiplier of the raw piece count (see [`estimate`]). Calibrated on LoCoMo, realtalk-dev and
-/// memdaily-dev text and on rendered packs of all three formats: the smallest ratio estimate/o200k
-/// over every harness pack stays above 0.98 (BENCHMARKS.md, "Token counting").
-pub const ESTIMATE_SCALE: f64 = 1.12;
-
 /// Cached counts before the cache is cleared (a bound on memory, not a tuning knob).
 const CACHE_ENTRIES: usize = 1 << 16;
-
-/// Raw weight of a character of a script written without spaces (o200k: about 0.8 tokens each on
-/// Chinese chat text).
-const DENSE_WEIGHT: f64 = 0.85;
 
 /// Bytes per allowed token of the first prefix a long text is counted on (then doubled up to
 /// [`MAX_BYTES_PER_TOKEN`]): a speed knob, not a bound.
@@ -85,27 +76,25 @@ impl Counter {
         }
     }
 
-    fn bpe(self) -> Option<&'static CoreBPE> {
+    /// The table that counts: the estimate counts with `o200k_base`'s.
+    fn encoding(self) -> pieces::Encoding {
         match self {
-            Counter::O200k => Some(tiktoken_rs::o200k_base_singleton()),
-            Counter::Cl100k => Some(tiktoken_rs::cl100k_base_singleton()),
-            Counter::Estimate => None,
+            Counter::Cl100k => pieces::Encoding::Cl100k,
+            Counter::O200k | Counter::Estimate => pieces::Encoding::O200k,
+        }
+    }
+
+    fn bpe(self) -> &'static CoreBPE {
+        match self.encoding() {
+            pieces::Encoding::O200k => tiktoken_rs::o200k_base_singleton(),
+            pieces::Encoding::Cl100k => tiktoken_rs::cl100k_base_singleton(),
         }
     }
 
     /// Tokens of `text` (0 for the empty text).
     pub fn count(self, text: &str) -> usize {
-        match self.bpe() {
-            None => cached(self, text, || estimate(text)),
-            Some(bpe) => cached(self, text, || pieces::count(self.encoding(), text, |p| bpe.encode_ordinary(p).len())),
-        }
-    }
-
-    fn encoding(self) -> pieces::Encoding {
-        match self {
-            Counter::Cl100k => pieces::Encoding::Cl100k,
-            _ => pieces::Encoding::O200k,
-        }
+        let (enc, bpe) = (self.encoding(), self.bpe());
+        cached(enc, text, || pieces::count(enc, text, |p| bpe.encode_ordinary(p).len()))
     }
 
     /// Tokens of `text`, or any number above `cap` when it has more: a text far longer than any
@@ -138,10 +127,7 @@ impl Counter {
         if room == 0 {
             return String::new();
         }
-        let mut cut = match self.bpe() {
-            None => estimate_prefix(text, room).to_string(),
-            Some(bpe) => bpe_prefix(bpe, text, room),
-        };
+        let mut cut = bpe_prefix(self.bpe(), text, room);
         // Re-encoding a cut can merge differently: shorten until the cut and its ellipsis fit.
         loop {
             let with = format!("{cut}…");
@@ -187,14 +173,14 @@ fn bpe_prefix(bpe: &CoreBPE, text: &str, room: usize) -> String {
 }
 
 thread_local! {
-    /// Counts by (counter, text hash), one map per thread: no lock on the hot path.
+    /// Counts by (encoding, text hash), one map per thread: no lock on the hot path.
     static CACHE: RefCell<HashMap<(u8, u64), u32>> = RefCell::new(HashMap::new());
 }
 
-fn cached(counter: Counter, text: &str, count: impl FnOnce() -> usize) -> usize {
+fn cached(enc: pieces::Encoding, text: &str, count: impl FnOnce() -> usize) -> usize {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
-    let key = (counter as u8, h.finish());
+    let key = (enc as u8, h.finish());
     if let Some(n) = CACHE.with(|c| c.borrow().get(&key).copied()) {
         return n as usize;
     }
@@ -207,159 +193,6 @@ fn cached(counter: Counter, text: &str, count: impl FnOnce() -> usize) -> usize 
         map.insert(key, n.min(u32::MAX as usize) as u32);
     });
     n
-}
-
-/// What a character is to a byte-pair pre-tokenizer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Letter,
-    Digit,
-    Space,
-    Newline,
-    /// Han, kana, Hangul, Thai and similar: text written without spaces, about a token a character.
-    Dense,
-    /// Emoji and other symbols outside the Basic Multilingual Plane's letters: several bytes each.
-    Symbol,
-    Punct,
-}
-
-fn class(c: char) -> Class {
-    if c == '\n' || c == '\r' {
-        Class::Newline
-    } else if c.is_whitespace() {
-        Class::Space
-    } else if c.is_ascii_digit() {
-        Class::Digit
-    } else if c.is_ascii_alphabetic() {
-        Class::Letter
-    } else if c.is_ascii() {
-        Class::Punct
-    } else if is_dense(c) {
-        Class::Dense
-    } else if c.is_alphabetic() || c.is_numeric() {
-        Class::Letter
-    } else if (c as u32) >= 0x2000 {
-        Class::Symbol
-    } else {
-        Class::Punct
-    }
-}
-
-/// Scripts written without spaces between words (Han, kana, Hangul, Thai, Lao, Khmer, Myanmar).
-fn is_dense(c: char) -> bool {
-    matches!(c as u32,
-        0x0E00..=0x0EFF | 0x1000..=0x109F | 0x1780..=0x17FF | 0x1100..=0x11FF | 0x2E80..=0x2FDF
-        | 0x3040..=0x30FF | 0x3100..=0x31FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xA960..=0xA97F
-        | 0xAC00..=0xD7FF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x3134F)
-}
-
-/// Raw piece weights, in tokens, modelled on how a byte-pair tokenizer splits text: a word (with the
-/// space or the single punctuation mark before it) is one piece, plus a little for long words,
-/// case changes inside a word (identifiers, base64) and letters outside ASCII; digits go in groups
-/// of three; punctuation runs merge in threes (`","`, `":"`); an apostrophe inside a word starts
-/// its suffix (`'re`, `'s`).
-#[derive(Default)]
-struct Tally {
-    total: f64,
-    prev: Option<Class>,
-    prev_char: char,
-    run: usize,
-}
-
-impl Tally {
-    fn push(&mut self, c: char) {
-        let k = class(c);
-        let same = self.prev == Some(k);
-        let prev_run = self.run;
-        self.run = if same { self.run + 1 } else { 1 };
-        self.total += match k {
-            Class::Letter if same => {
-                let mut w = if !c.is_ascii() {
-                    0.45
-                } else if self.run > 8 {
-                    0.2
-                } else {
-                    0.0
-                };
-                let switch = (c.is_ascii_uppercase() && self.prev_char.is_ascii_lowercase())
-                    || (c.is_ascii_alphabetic() && self.prev_char.is_ascii_digit());
-                if switch {
-                    w += 0.7;
-                }
-                w
-            }
-            // A word right after one punctuation mark shares its piece ("ref, 'Caroline).
-            Class::Letter if self.prev == Some(Class::Punct) && prev_run == 1 => 0.5,
-            Class::Letter => 1.0,
-            Class::Digit if same => {
-                if self.run % 3 == 1 {
-                    1.0
-                } else {
-                    0.0
-                }
-            }
-            Class::Digit => 1.0,
-            Class::Space if same => {
-                if self.run % 4 == 0 {
-                    1.0
-                } else {
-                    0.0
-                }
-            }
-            Class::Space => 0.0,
-            Class::Newline if same => 0.0,
-            Class::Newline => 1.0,
-            Class::Dense => DENSE_WEIGHT,
-            Class::Symbol => 2.0,
-            Class::Punct if same => {
-                if self.run % 3 == 1 {
-                    1.0
-                } else {
-                    0.0
-                }
-            }
-            Class::Punct => 1.0,
-        };
-        self.prev = Some(k);
-        self.prev_char = c;
-    }
-
-    fn tokens(&self) -> usize {
-        (self.total * ESTIMATE_SCALE).ceil() as usize
-    }
-}
-
-/// The calibrated estimate of `text`'s tokens (0 for the empty text): the sum over its lines (each
-/// with its newline), so the estimate of texts joined by newlines is the sum of their estimates, as
-/// a byte-pair count is.
-pub fn estimate(text: &str) -> usize {
-    let mut sum = 0;
-    let mut t = Tally::default();
-    for c in text.chars() {
-        t.push(c);
-        if c == '\n' {
-            sum += t.tokens();
-            t = Tally::default();
-        }
-    }
-    sum + t.tokens()
-}
-
-/// The longest prefix of `text` whose estimate is at most `max`.
-fn estimate_prefix(text: &str, max: usize) -> &str {
-    let mut sum = 0;
-    let mut t = Tally::default();
-    for (i, c) in text.char_indices() {
-        t.push(c);
-        if sum + t.tokens() > max {
-            return &text[..i];
-        }
-        if c == '\n' {
-            sum += t.tokens();
-            t = Tally::default();
-        }
-    }
-    text
 }
 
 #[cfg(test)]
@@ -410,10 +243,14 @@ mod tests {
     }
 
     #[test]
-    fn estimate_grows_with_text() {
-        assert_eq!(estimate(""), 0);
-        assert!(estimate("北京出差") >= 4);
-        assert!(estimate("a much longer sentence than that") > estimate("short"));
+    fn the_estimate_counts_with_o200k() {
+        for text in ["", "北京出差", "Caroline: I'm going to the LGBTQ support group — it's so powerful!"] {
+            assert_eq!(Counter::Estimate.count(text), Counter::O200k.count(text), "{text:?}");
+        }
+        assert_eq!(
+            Counter::Estimate.truncate("one two three four five", 3),
+            Counter::O200k.truncate("one two three four five", 3)
+        );
     }
 
     #[test]

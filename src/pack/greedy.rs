@@ -4,7 +4,8 @@
 //!
 //! The shares are realised as a weighted interleaving of the layers (the layer whose consumption per
 //! unit of weight is lowest goes next), so what a layer cannot use flows to the others and a larger
-//! budget always packs a superset of a smaller one's refs. A memory longer than
+//! budget always packs a superset of a smaller one's refs. The item the fill stopped at enters the
+//! room left at its first ladder rung that fits, or truncated. A memory longer than
 //! [`super::MAX_STEP_TOKENS`] enters as its stored summary or truncated, and grows step by step, so
 //! it cannot block the rest.
 
@@ -66,6 +67,7 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
         Some(s)
     });
     let mut prefix = take_prefix(&items, p.meter, floors.into_iter().chain(seq), p.room());
+    prefix.fill_last(&items, p.meter, p.room());
     let prior = |l: Layer| weights[l as usize] / sum;
     let mut packed_idx = prefix.order.clone();
     packed_idx.sort_by_key(|&i| items[i].layer);

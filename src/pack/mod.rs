@@ -359,37 +359,35 @@ pub(crate) fn plan(idx: usize, item: &Item, p: &Params<'_>, ladder: bool, folded
 /// rung that fits `room`, else its text truncated to fit, then steps up to its full text. Judged
 /// against [`Params::floor_room`], not the call's budget, so its cost is the same at every budget.
 pub(crate) fn floor_plan(idx: usize, item: &Item, p: &Params<'_>, room: usize, folded: &[String]) -> Option<Plan> {
-    let m = p.meter;
-    let mut admit = None;
+    let admit = fit_step(idx, item, p.meter, room, folded)?;
+    Some(Plan { upgrades: upgrades(idx, item, p, &admit, folded, None), admit })
+}
+
+/// Item `idx` admitted within `room`: its first ladder rung that fits, else its text truncated to
+/// fit; None when not even a truncated text fits.
+pub(crate) fn fit_step(idx: usize, item: &Item, m: &dyn Meter, room: usize, folded: &[String]) -> Option<Step> {
     for (content, tag) in ladder::rungs(item) {
         if m.content_tokens(&content) > room {
             continue;
         }
         let cost = m.cost(item, &content, tag, folded);
         if cost <= room {
-            admit = Some(Step { item: idx, content, compressed: tag, cost });
-            break;
+            return Some(Step { item: idx, content, compressed: tag, cost });
         }
     }
-    let admit = match admit {
-        Some(a) => a,
-        None => {
-            let framing = m.cost(item, "", Some("truncated"), folded);
-            let mut tokens = room.checked_sub(framing).filter(|t| *t > 0)?;
-            loop {
-                let content = m.cut(&item.content, tokens);
-                if content.is_empty() {
-                    return None;
-                }
-                let cost = m.cost(item, &content, Some("truncated"), folded);
-                if cost <= room {
-                    break Step { item: idx, content, compressed: Some("truncated"), cost };
-                }
-                tokens = tokens.checked_sub(cost - room).filter(|t| *t > 0)?;
-            }
+    let framing = m.cost(item, "", Some("truncated"), folded);
+    let mut tokens = room.checked_sub(framing).filter(|t| *t > 0)?;
+    loop {
+        let content = m.cut(&item.content, tokens);
+        if content.is_empty() {
+            return None;
         }
-    };
-    Some(Plan { upgrades: upgrades(idx, item, p, &admit, folded, None), admit })
+        let cost = m.cost(item, &content, Some("truncated"), folded);
+        if cost <= room {
+            return Some(Step { item: idx, content, compressed: Some("truncated"), cost });
+        }
+        tokens = tokens.checked_sub(cost - room).filter(|t| *t > 0)?;
+    }
 }
 
 /// Final content and compression tag of an admitted item.
@@ -403,6 +401,51 @@ pub(crate) struct Prefix {
     pub used: usize,
     /// Items in admission order.
     pub order: Vec<usize>,
+    /// The first step that did not fit (None when every step did).
+    pub stopped: Option<Step>,
+    /// Shared units already paid for.
+    opened: std::collections::HashSet<String>,
+}
+
+impl Prefix {
+    /// The shared units item `i` would open, with their tokens.
+    fn new_groups(&self, meter: &dyn Meter, item: &Item) -> Vec<(String, usize)> {
+        meter.groups(item).into_iter().filter(|(k, _)| !self.opened.contains(k)).collect()
+    }
+
+    /// Applies `s` when it fits `room` with the shared units it opens; gives it back (nothing
+    /// changed) when it does not.
+    fn apply(&mut self, items: &[Item], meter: &dyn Meter, s: Step, room: usize) -> Result<(), Step> {
+        let admitting = self.state[s.item].is_none();
+        let groups = if admitting { self.new_groups(meter, &items[s.item]) } else { Vec::new() };
+        let cost = s.cost + groups.iter().map(|g| g.1).sum::<usize>();
+        if self.used + cost > room {
+            return Err(s);
+        }
+        self.used += cost;
+        self.opened.extend(groups.into_iter().map(|g| g.0));
+        if admitting {
+            self.order.push(s.item);
+        }
+        self.state[s.item] = Some((s.content, s.compressed));
+        Ok(())
+    }
+
+    /// When the prefix stopped at an admission, admits that item in the room left, at the first
+    /// ladder rung that fits or truncated ([`fit_step`]). Refs stay a superset as the budget grows:
+    /// a larger room either fits the same step or passes it. (Only for items without folded refs.)
+    pub(crate) fn fill_last(&mut self, items: &[Item], meter: &dyn Meter, room: usize) {
+        let Some(s) = self.stopped.take() else { return };
+        if self.state[s.item].is_some() {
+            return;
+        }
+        let groups: usize = self.new_groups(meter, &items[s.item]).iter().map(|g| g.1).sum();
+        let left = room.saturating_sub(self.used + groups);
+        if let Some(step) = fit_step(s.item, &items[s.item], meter, left, &[]) {
+            let applied = self.apply(items, meter, step, room);
+            debug_assert!(applied.is_ok(), "a step fitted to the room left fits it");
+        }
+    }
 }
 
 /// Applies the longest prefix of `steps` that fits `room`. An admission also pays for the shared
@@ -413,29 +456,20 @@ pub(crate) fn take_prefix(
     steps: impl IntoIterator<Item = Step>,
     room: usize,
 ) -> Prefix {
-    let mut state: Vec<Option<Placed>> = vec![None; items.len()];
-    let mut order = Vec::new();
-    let mut used = 0usize;
-    let mut opened: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut prefix = Prefix {
+        state: vec![None; items.len()],
+        used: 0,
+        order: Vec::new(),
+        stopped: None,
+        opened: Default::default(),
+    };
     for s in steps {
-        let admitting = state[s.item].is_none();
-        let groups: Vec<(String, usize)> = if admitting {
-            meter.groups(&items[s.item]).into_iter().filter(|(k, _)| !opened.contains(k)).collect()
-        } else {
-            Vec::new()
-        };
-        let cost = s.cost + groups.iter().map(|g| g.1).sum::<usize>();
-        if used + cost > room {
+        if let Err(s) = prefix.apply(items, meter, s, room) {
+            prefix.stopped = Some(s);
             break;
         }
-        used += cost;
-        opened.extend(groups.into_iter().map(|g| g.0));
-        if admitting {
-            order.push(s.item);
-        }
-        state[s.item] = Some((s.content, s.compressed));
     }
-    Prefix { state, used, order }
+    prefix
 }
 
 /// The packed items, in `order`, from the prefix's final state (content and tag per item).
