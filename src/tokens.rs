@@ -127,7 +127,7 @@ impl Counter {
         if room == 0 {
             return String::new();
         }
-        let mut cut = bpe_prefix(self.bpe(), text, room);
+        let mut cut = bpe_prefix(self.encoding(), self.bpe(), text, room);
         // Re-encoding a cut can merge differently: shorten until the cut and its ellipsis fit.
         loop {
             let with = format!("{cut}…");
@@ -152,24 +152,17 @@ fn floor_boundary(text: &str, i: usize) -> usize {
     end
 }
 
-fn bpe_prefix(bpe: &CoreBPE, text: &str, room: usize) -> String {
-    let limit = text.len().min(room.saturating_add(1).saturating_mul(MAX_BYTES_PER_TOKEN));
-    // Encode growing prefixes until one holds more than `room` tokens (or the limit is reached).
-    let mut bytes = room.saturating_add(1).saturating_mul(FIRST_BYTES_PER_TOKEN);
-    let toks = loop {
-        let end = floor_boundary(text, bytes.min(limit));
-        let toks = bpe.encode_ordinary(&text[..end]);
-        if toks.len() > room || end >= limit {
-            break toks;
-        }
-        bytes = bytes.saturating_mul(2);
-    };
-    let bytes = bpe.decode_bytes(&toks[..room.min(toks.len())]).unwrap_or_default();
-    let valid = match std::str::from_utf8(&bytes) {
-        Ok(s) => s.len(),
-        Err(e) => e.valid_up_to(),
-    };
-    String::from_utf8_lossy(&bytes[..valid]).into_owned()
+/// The longest prefix of `text` that holds at most `room` tokens, cut between tokens.
+fn bpe_prefix(enc: pieces::Encoding, bpe: &CoreBPE, text: &str, room: usize) -> String {
+    let limit = floor_boundary(text, room.saturating_add(1).saturating_mul(MAX_BYTES_PER_TOKEN));
+    pieces::prefix(
+        enc,
+        &text[..limit],
+        room,
+        |p| bpe.encode_ordinary(p).len(),
+        |p| bpe.encode_ordinary(p),
+        |t| bpe.decode_bytes(t).unwrap_or_default(),
+    )
 }
 
 thread_local! {

@@ -51,14 +51,17 @@ impl Encoding {
     }
 }
 
-/// Calls `f` with each piece of `text`, in order; the pieces concatenate to `text`.
-pub fn each_piece(enc: Encoding, text: &str, mut f: impl FnMut(&str)) {
+/// Calls `f` with each piece of `text`, in order, while it returns true; the pieces concatenate to
+/// `text`.
+pub fn each_piece(enc: Encoding, text: &str, mut f: impl FnMut(&str) -> bool) {
     let re = enc.pattern();
     let mut at = 0;
     while at < text.len() {
         if enc == Encoding::O200k {
             if let Some(end) = ascii::piece(text.as_bytes(), at) {
-                f(&text[at..end]);
+                if !f(&text[at..end]) {
+                    return;
+                }
                 at = end;
                 continue;
             }
@@ -66,13 +69,17 @@ pub fn each_piece(enc: Encoding, text: &str, mut f: impl FnMut(&str)) {
         let (start, end) = re.find_at(text, at).map_or((text.len(), text.len()), |m| (m.start(), m.end()));
         if start > at {
             // Every character matches some branch; this only keeps the pieces whole if one did not.
-            f(&text[at..start]);
+            if !f(&text[at..start]) {
+                return;
+            }
             at = start;
             continue;
         }
         let end = end.max(at + text[at..].chars().next().map_or(1, char::len_utf8));
         let end = look_ahead(&text[at..end], &text[end..]).map_or(end, |cut| at + cut);
-        f(&text[at..end]);
+        if !f(&text[at..end]) {
+            return;
+        }
         at = end;
     }
 }
@@ -179,27 +186,68 @@ thread_local! {
     static SEEN: RefCell<[Seen; 2]> = RefCell::new([Seen::default(), Seen::default()]);
 }
 
-/// The tokens of `text`: the sum over its pieces, each encoded by `encode` the first time a thread
-/// meets it.
-pub fn count(enc: Encoding, text: &str, encode: impl Fn(&str) -> usize) -> usize {
+/// Tokens of one piece: looked up, or encoded by `encode` the first time this thread meets it.
+fn piece_tokens(seen: &mut Seen, piece: &str, encode: &impl Fn(&str) -> usize) -> usize {
+    if let Some(&n) = seen.get(piece) {
+        return n as usize;
+    }
+    let n = encode(piece).min(u32::MAX as usize);
+    seen.insert(piece.into(), n as u32);
+    n
+}
+
+fn with_seen<T>(enc: Encoding, f: impl FnOnce(&mut Seen) -> T) -> T {
     SEEN.with(|seen| {
         let seen = &mut seen.borrow_mut()[enc as usize];
         if seen.len() >= PIECES {
             seen.clear();
         }
+        f(seen)
+    })
+}
+
+/// The tokens of `text`: the sum over its pieces (`encode` counts a piece not met before).
+pub fn count(enc: Encoding, text: &str, encode: impl Fn(&str) -> usize) -> usize {
+    with_seen(enc, |seen| {
         let mut total = 0usize;
         each_piece(enc, text, |piece| {
-            total += match seen.get(piece) {
-                Some(&n) => n as usize,
-                None => {
-                    let n = encode(piece).min(u32::MAX as usize);
-                    seen.insert(piece.into(), n as u32);
-                    n
-                }
-            };
+            total += piece_tokens(seen, piece, &encode);
+            true
         });
         total
     })
+}
+
+/// The longest prefix of `text` whose tokens are the first `room` of `text`'s (cut back to a
+/// character boundary): whole pieces while they fit, then the first tokens of the next piece
+/// (`tokens` encodes a piece, `bytes` decodes tokens).
+pub fn prefix(
+    enc: Encoding,
+    text: &str,
+    room: usize,
+    count: impl Fn(&str) -> usize,
+    tokens: impl Fn(&str) -> Vec<u32>,
+    bytes: impl Fn(&[u32]) -> Vec<u8>,
+) -> String {
+    let (mut used, mut end, mut partial) = (0usize, 0usize, Vec::new());
+    with_seen(enc, |seen| {
+        each_piece(enc, text, |piece| {
+            let n = piece_tokens(seen, piece, &count);
+            if used + n <= room {
+                used += n;
+                end += piece.len();
+                return true;
+            }
+            let t = tokens(piece);
+            partial = bytes(&t[..(room - used).min(t.len())]);
+            false
+        })
+    });
+    let valid = match std::str::from_utf8(&partial) {
+        Ok(s) => s.len(),
+        Err(e) => e.valid_up_to(),
+    };
+    format!("{}{}", &text[..end], std::str::from_utf8(&partial[..valid]).unwrap_or(""))
 }
 
 #[cfg(test)]
@@ -216,7 +264,10 @@ mod tests {
 
     fn pieces(enc: Encoding, text: &str) -> Vec<String> {
         let mut v = Vec::new();
-        each_piece(enc, text, |p| v.push(p.to_string()));
+        each_piece(enc, text, |p| {
+            v.push(p.to_string());
+            true
+        });
         v
     }
 
@@ -255,6 +306,17 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_prefix_is_the_first_tokens_of_the_text(text in mixed(), room in 0usize..40) {
+            let bpe = tiktoken_rs::o200k_base_singleton();
+            let enc = Encoding::O200k;
+            let got = prefix(enc, &text, room, |p| full(enc, p), |p| bpe.encode_ordinary(p), |t| bpe.decode_bytes(t).unwrap());
+            let all = bpe.encode_ordinary(&text);
+            let bytes = bpe.decode_bytes(&all[..room.min(all.len())]).unwrap();
+            let valid = std::str::from_utf8(&bytes).map_or_else(|e| e.valid_up_to(), str::len);
+            prop_assert_eq!(got.as_str(), std::str::from_utf8(&bytes[..valid]).unwrap());
+        }
+
         #[test]
         fn counts_equal_the_full_encoder(text in mixed()) {
             for enc in [Encoding::O200k, Encoding::Cl100k] {
