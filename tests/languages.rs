@@ -214,7 +214,7 @@ fn upgrading_from_schema_2_indexes_existing_rows() {
     };
     let conn = Connection::open(&path).unwrap();
     cmp::register(&conn).unwrap();
-    assert_eq!(init(&conn), 3);
+    assert_eq!(init(&conn), 4);
     assert_consistent(&conn);
     assert_eq!(
         refs(&search(&conn, "北京出差")).first(),
@@ -222,6 +222,64 @@ fn upgrading_from_schema_2_indexes_existing_rows() {
         "the match ranks first (a context neighbour may follow)"
     );
     assert!(!search(&conn, "上海工作").is_empty());
+}
+
+#[test]
+fn upgrading_from_schema_3_guards_the_pair_triggers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v3.db");
+    let (zh, en) = {
+        let conn = open_file(&path);
+        // Schema 3's pair triggers ran the view for every row, ASCII or not.
+        conn.execute_batch(
+            "DROP TRIGGER cmp_memories_ngram_ai; DROP TRIGGER cmp_memories_ngram_bd;
+             DROP TRIGGER cmp_memories_ngram_bu; DROP TRIGGER cmp_memories_ngram_au;
+             CREATE TRIGGER cmp_memories_ngram_ai AFTER INSERT ON cmp_memories BEGIN
+               INSERT INTO cmp_memories_ngram(rowid, grams) SELECT rid, grams FROM cmp_memories_grams WHERE rid = NEW.rid;
+             END;
+             CREATE TRIGGER cmp_memories_ngram_bd BEFORE DELETE ON cmp_memories BEGIN
+               INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
+                 SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid = OLD.rid;
+             END;
+             CREATE TRIGGER cmp_memories_ngram_bu BEFORE UPDATE ON cmp_memories
+             WHEN OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid BEGIN
+               INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
+                 SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid = OLD.rid;
+             END;
+             CREATE TRIGGER cmp_memories_ngram_au AFTER UPDATE ON cmp_memories
+             WHEN OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid BEGIN
+               INSERT INTO cmp_memories_ngram(rowid, grams) SELECT rid, grams FROM cmp_memories_grams WHERE rid = NEW.rid;
+             END;
+             UPDATE cmp_meta SET value = '3' WHERE key = 'schema_version';",
+        )
+        .unwrap();
+        (
+            insert_memory(&conn, &Mem::new("我下周二要去北京出差")),
+            insert_memory(&conn, &Mem::new("Atlas ships on Friday")),
+        )
+    };
+    let conn = Connection::open(&path).unwrap();
+    cmp::register(&conn).unwrap();
+    assert_eq!(init(&conn), 4);
+    let guarded: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'cmp_memories_ngram_%'
+               AND sql LIKE '%length(CAST(%content AS BLOB))%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(guarded, 4, "every pair trigger is replaced");
+    assert_consistent(&conn);
+    // Rows indexed under schema 3 change and leave under the new triggers.
+    conn.execute("UPDATE cmp_memories SET content = '我妈妈在上海工作。' WHERE id = ?1", [&zh]).unwrap();
+    conn.execute("UPDATE cmp_memories SET content = 'Atlas ships on 星期五' WHERE id = ?1", [&en]).unwrap();
+    assert_consistent(&conn);
+    assert_eq!(refs(&search(&conn, "上海工作")).first(), Some(&zh));
+    assert_eq!(refs(&search(&conn, "星期五")).first(), Some(&en));
+    assert!(search(&conn, "北京出差").is_empty());
+    conn.execute("DELETE FROM cmp_memories", []).unwrap();
+    assert_consistent(&conn);
 }
 
 #[test]
