@@ -3,7 +3,8 @@
 //! pieces' counts. Their patterns need `fancy-regex` for one look-ahead, `\s+(?!\S)` (a run of spaces
 //! leaves its last space to the word after it), and matching them was most of the time of counting.
 //! Here the pattern has `\s+` in that place, matched by the `regex` crate's automata, and such a run
-//! is shortened by hand; each distinct piece is encoded once per thread and then looked up.
+//! is shortened by hand; each distinct piece (up to 64 bytes) is encoded once per thread and then
+//! looked up.
 //!
 //! Possessive quantifiers in `cl100k_base` (`?+`, `++`, `*+`, `{1,3}+`) are plain greedy ones here:
 //! in that pattern no match a possessive quantifier refuses is one a greedy one would find.
@@ -186,8 +187,15 @@ thread_local! {
     static SEEN: RefCell<[Seen; 2]> = RefCell::new([Seen::default(), Seen::default()]);
 }
 
+/// Longest piece the table keeps: a longer one (a run of letters with no space in it, rare in text)
+/// is encoded each time, so the table's memory stays bounded whatever the stored texts are.
+const MAX_KEPT_BYTES: usize = 64;
+
 /// Tokens of one piece: looked up, or encoded by `encode` the first time this thread meets it.
 fn piece_tokens(seen: &mut Seen, piece: &str, encode: &impl Fn(&str) -> usize) -> usize {
+    if piece.len() > MAX_KEPT_BYTES {
+        return encode(piece);
+    }
     if let Some(&n) = seen.get(piece) {
         return n as usize;
     }
@@ -294,6 +302,16 @@ mod tests {
                 assert_eq!(got, full(enc, text), "{enc:?} {text:?}");
                 assert_eq!(pieces(enc, text).concat(), text);
             }
+        }
+    }
+
+    #[test]
+    fn long_pieces_are_counted_without_being_kept() {
+        let word = "x".repeat(100_000);
+        let text = format!("a {word} b {word}");
+        for enc in [Encoding::O200k, Encoding::Cl100k] {
+            assert_eq!(count(enc, &text, |p| full(enc, p)), full(enc, &text));
+            with_seen(enc, |seen| assert!(seen.keys().all(|k| k.len() <= MAX_KEPT_BYTES)));
         }
     }
 
