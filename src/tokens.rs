@@ -9,7 +9,7 @@
 //!   `o200k_base`; an earlier heuristic overcounted chat text by 14-18 % and Chinese by 21 %, which
 //!   cost budget). The envelope says `counted_by: "estimate"`.
 //!
-//! Counts are cached per thread by text hash: the same memory is counted once, not on every call
+//! Counts are cached per thread by text hash (randomly keyed per process): the same memory is counted once, not on every call
 //! (or every packing round) that considers it. A text not seen before is counted piece by piece
 //! ([`pieces`]): its words are looked up, and only a piece no text had before is byte-pair encoded.
 
@@ -17,7 +17,7 @@ mod pieces;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use tiktoken_rs::CoreBPE;
 
 /// How a profile counts tokens.
@@ -170,10 +170,15 @@ thread_local! {
     static CACHE: RefCell<HashMap<(u8, u64), u32>> = RefCell::new(HashMap::new());
 }
 
+/// The cache's text hash: SipHash with keys drawn at random once per process (`DefaultHasher::new()`
+/// has fixed, public keys, so stored texts could be crafted to share a hash, and so a count).
+fn text_hash(text: &str) -> u64 {
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> = std::sync::OnceLock::new();
+    KEYS.get_or_init(Default::default).hash_one(text)
+}
+
 fn cached(enc: pieces::Encoding, text: &str, count: impl FnOnce() -> usize) -> usize {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
-    let key = (enc as u8, h.finish());
+    let key = (enc as u8, text_hash(text));
     if let Some(n) = CACHE.with(|c| c.borrow().get(&key).copied()) {
         return n as usize;
     }
