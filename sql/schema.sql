@@ -1,7 +1,9 @@
 -- cmp schema. Applied by `SELECT cmp_init();` on every open: every statement is idempotent, so
 -- running it on an older version upgrades in place (the Rust side runs version-specific steps first
--- and records the version in cmp_meta). Index maintenance is plain SQL, so a connection that never
--- loaded the extension still keeps every index right.
+-- and records the version in cmp_meta). Every write is kept right by plain-SQL triggers, so a
+-- connection that never loaded the extension writes correctly: they queue the written row for
+-- indexing (cmp_pending) and remove the index entries of a changed or deleted row at once; the
+-- extension indexes the queue before it reads.
 
 CREATE TABLE IF NOT EXISTS cmp_meta(
   key   TEXT PRIMARY KEY,
@@ -39,10 +41,21 @@ CREATE INDEX IF NOT EXISTS cmp_memories_rules
 CREATE INDEX IF NOT EXISTS cmp_memories_superseded_by
   ON cmp_memories(superseded_by) WHERE superseded_by IS NOT NULL;
 
+-- The index queue (schema 5). A write does not index: its triggers queue the row's rid here, and the
+-- extension writes every queued row's index entries (word index, character-pair index, entity links)
+-- with one statement per index, at the next read on a connection that can write or at
+-- `SELECT cmp_flush()`. One statement per index instead of one per row is what makes a bulk load
+-- cheap: a full-text insert made by a trigger writes a new index segment for every row. A row is
+-- queued on insert and whenever its text, entities, redaction or rid change (its old entries are
+-- removed at once); deleting it leaves the queue.
+CREATE TABLE IF NOT EXISTS cmp_pending(rid INTEGER PRIMARY KEY);
+
 -- Only rows that may surface are indexed: a redacted row is not in the index at all, so it cannot
--- even shift the BM25 statistics of other rows. `rebuild` and `integrity-check` read this view.
+-- even shift the BM25 statistics of other rows; a queued row is not in it yet. `rebuild` and
+-- `integrity-check` read this view.
 CREATE VIEW IF NOT EXISTS cmp_memories_indexable AS
-  SELECT rid, content FROM cmp_memories WHERE redacted = 0 OR redacted IS NULL;
+  SELECT rid, content FROM cmp_memories
+  WHERE (redacted = 0 OR redacted IS NULL) AND rid NOT IN (SELECT rid FROM cmp_pending);
 
 CREATE VIRTUAL TABLE IF NOT EXISTS cmp_memories_fts USING fts5(
   content,
@@ -94,64 +107,42 @@ INSERT OR IGNORE INTO cmp_meta(key, value) VALUES ('db_id', lower(hex(randomblob
 INSERT OR IGNORE INTO cmp_meta(key, value) VALUES ('secret', lower(hex(randomblob(32))));
 
 -- ---------------------------------------------------------------- triggers
+-- A row is indexed when it is not queued; only an indexed row has entries to remove.
 CREATE TRIGGER IF NOT EXISTS cmp_memories_ai AFTER INSERT ON cmp_memories BEGIN
-  UPDATE cmp_memories SET id = 'mem_' || lower(hex(randomblob(6)))
-    WHERE rid = NEW.rid AND NEW.id IS NULL;
-  INSERT INTO cmp_memories_fts(rowid, content)
-    SELECT NEW.rid, NEW.content WHERE NEW.redacted = 0 OR NEW.redacted IS NULL;
-  INSERT OR IGNORE INTO cmp_entities(name, norm)
-    SELECT trim(j.value), lower(trim(j.value))
-    FROM json_each(CASE WHEN json_valid(NEW.entities) AND json_type(NEW.entities) = 'array'
-                        THEN NEW.entities ELSE '[]' END) AS j
-    WHERE (NEW.redacted = 0 OR NEW.redacted IS NULL) AND j.type = 'text' AND trim(j.value) <> '';
-  INSERT OR IGNORE INTO cmp_memory_entities(entity_id, rid)
-    SELECT e.id, NEW.rid
-    FROM json_each(CASE WHEN json_valid(NEW.entities) AND json_type(NEW.entities) = 'array'
-                        THEN NEW.entities ELSE '[]' END) AS j
-    JOIN cmp_entities AS e ON e.norm = lower(trim(j.value))
-    WHERE (NEW.redacted = 0 OR NEW.redacted IS NULL) AND j.type = 'text';
+  INSERT OR IGNORE INTO cmp_pending(rid) VALUES (NEW.rid);
+END;
+CREATE TRIGGER IF NOT EXISTS cmp_memories_ai_id AFTER INSERT ON cmp_memories WHEN NEW.id IS NULL BEGIN
+  UPDATE cmp_memories SET id = 'mem_' || lower(hex(randomblob(6))) WHERE rid = NEW.rid;
 END;
 
 CREATE TRIGGER IF NOT EXISTS cmp_memories_ad AFTER DELETE ON cmp_memories BEGIN
   INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content)
-    SELECT 'delete', OLD.rid, OLD.content WHERE OLD.redacted = 0 OR OLD.redacted IS NULL;
+    SELECT 'delete', OLD.rid, OLD.content
+    WHERE (OLD.redacted = 0 OR OLD.redacted IS NULL) AND NOT EXISTS (SELECT 1 FROM cmp_pending WHERE rid = OLD.rid);
   DELETE FROM cmp_memory_entities WHERE rid = OLD.rid;
   DELETE FROM cmp_entities WHERE id IN (
       SELECT e.id FROM json_each(CASE WHEN json_valid(OLD.entities) AND json_type(OLD.entities) = 'array'
                                       THEN OLD.entities ELSE '[]' END) AS j
       JOIN cmp_entities AS e ON e.norm = lower(trim(j.value)) WHERE j.type = 'text')
     AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id);
+  DELETE FROM cmp_pending WHERE rid = OLD.rid;
 END;
 
-CREATE TRIGGER IF NOT EXISTS cmp_memories_au_text AFTER UPDATE ON cmp_memories
+CREATE TRIGGER IF NOT EXISTS cmp_memories_au AFTER UPDATE ON cmp_memories
 WHEN OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
+  OR OLD.entities IS NOT NEW.entities
 BEGIN
   INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content)
-    SELECT 'delete', OLD.rid, OLD.content WHERE OLD.redacted = 0 OR OLD.redacted IS NULL;
-  INSERT INTO cmp_memories_fts(rowid, content)
-    SELECT NEW.rid, NEW.content WHERE NEW.redacted = 0 OR NEW.redacted IS NULL;
-END;
-
-CREATE TRIGGER IF NOT EXISTS cmp_memories_au_entities AFTER UPDATE ON cmp_memories
-WHEN OLD.entities IS NOT NEW.entities OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
-BEGIN
+    SELECT 'delete', OLD.rid, OLD.content
+    WHERE (OLD.redacted = 0 OR OLD.redacted IS NULL) AND NOT EXISTS (SELECT 1 FROM cmp_pending WHERE rid = OLD.rid);
   DELETE FROM cmp_memory_entities WHERE rid = OLD.rid;
-  INSERT OR IGNORE INTO cmp_entities(name, norm)
-    SELECT trim(j.value), lower(trim(j.value))
-    FROM json_each(CASE WHEN json_valid(NEW.entities) AND json_type(NEW.entities) = 'array'
-                        THEN NEW.entities ELSE '[]' END) AS j
-    WHERE (NEW.redacted = 0 OR NEW.redacted IS NULL) AND j.type = 'text' AND trim(j.value) <> '';
-  INSERT OR IGNORE INTO cmp_memory_entities(entity_id, rid)
-    SELECT e.id, NEW.rid
-    FROM json_each(CASE WHEN json_valid(NEW.entities) AND json_type(NEW.entities) = 'array'
-                        THEN NEW.entities ELSE '[]' END) AS j
-    JOIN cmp_entities AS e ON e.norm = lower(trim(j.value))
-    WHERE (NEW.redacted = 0 OR NEW.redacted IS NULL) AND j.type = 'text';
   DELETE FROM cmp_entities WHERE id IN (
       SELECT e.id FROM json_each(CASE WHEN json_valid(OLD.entities) AND json_type(OLD.entities) = 'array'
                                       THEN OLD.entities ELSE '[]' END) AS j
       JOIN cmp_entities AS e ON e.norm = lower(trim(j.value)) WHERE j.type = 'text')
     AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id);
+  DELETE FROM cmp_pending WHERE rid = OLD.rid;
+  INSERT OR IGNORE INTO cmp_pending(rid) VALUES (NEW.rid);
 END;
 
 CREATE TRIGGER IF NOT EXISTS cmp_memories_au_id AFTER UPDATE OF id ON cmp_memories
@@ -204,6 +195,8 @@ CREATE VIEW IF NOT EXISTS cmp_memories_grams AS
              AND substr(x.t, p.i, 2) GLOB '[0-9A-Za-zÀ-ÖØ-öø-ɏ฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿][0-9A-Za-zÀ-ÖØ-öø-ɏ฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿]') AS grams
   FROM cmp_memories AS m
   WHERE (m.redacted = 0 OR m.redacted IS NULL)
+    AND m.rid NOT IN (SELECT rid FROM cmp_pending)
+    AND length(CAST(m.content AS BLOB)) <> length(CAST(m.content AS TEXT))
     AND m.content GLOB '*[฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿]*';
 
 CREATE VIRTUAL TABLE IF NOT EXISTS cmp_memories_ngram USING fts5(
@@ -213,16 +206,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS cmp_memories_ngram USING fts5(
   tokenize = 'unicode61 remove_diacritics 2'
 );
 
--- The view is read while the row is still as indexed: BEFORE a delete or a text change, to remove
--- the row's pairs; AFTER an insert or a text change, to add them. A text whose bytes are as many as
+-- The view is read while the row is still as indexed, BEFORE a delete or a text change, to remove
+-- the row's pairs (a queued row is not in the view: it has none). A text whose bytes are as many as
 -- its characters holds no character outside ASCII (any byte of one is either a lead byte followed by
 -- continuation bytes, or decodes to U+FFFD), so it is not in the view: those triggers skip it
 -- (schema 4) instead of matching the view's GLOB class, which cost more than the rest of a write.
-CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_ai AFTER INSERT ON cmp_memories
-WHEN length(CAST(NEW.content AS BLOB)) <> length(CAST(NEW.content AS TEXT))
-BEGIN
-  INSERT INTO cmp_memories_ngram(rowid, grams) SELECT rid, grams FROM cmp_memories_grams WHERE rid = NEW.rid;
-END;
 CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_bd BEFORE DELETE ON cmp_memories
 WHEN length(CAST(OLD.content AS BLOB)) <> length(CAST(OLD.content AS TEXT))
 BEGIN
@@ -230,15 +218,10 @@ BEGIN
     SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid = OLD.rid;
 END;
 CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_bu BEFORE UPDATE ON cmp_memories
-WHEN (OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid)
+WHEN (OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
+      OR OLD.entities IS NOT NEW.entities)
   AND length(CAST(OLD.content AS BLOB)) <> length(CAST(OLD.content AS TEXT))
 BEGIN
   INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
     SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid = OLD.rid;
-END;
-CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_au AFTER UPDATE ON cmp_memories
-WHEN (OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid)
-  AND length(CAST(NEW.content AS BLOB)) <> length(CAST(NEW.content AS TEXT))
-BEGIN
-  INSERT INTO cmp_memories_ngram(rowid, grams) SELECT rid, grams FROM cmp_memories_grams WHERE rid = NEW.rid;
 END;

@@ -62,6 +62,7 @@ fn scalars() -> Vec<(&'static str, i32, FunctionFlags, Scalar)> {
         ("cmp_version", 0, PURE, scalar!(functions::admin::version)),
         ("cmp_debug", 0, STATEFUL, scalar!(functions::admin::debug)),
         ("cmp_init", -1, STATEFUL, scalar!(functions::admin::init)),
+        ("cmp_flush", -1, STATEFUL, scalar!(functions::admin::flush)),
         ("cmp_profile", -1, PURE, scalar!(functions::profile::profile)),
         ("cmp_tokens", -1, PURE, scalar!(functions::profile::tokens)),
         ("cmp_context", -1, STATEFUL, scalar!(functions::context::context)),

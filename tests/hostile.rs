@@ -126,6 +126,8 @@ fn seed(conn: &Connection) {
         [],
     )
     .expect("insert task");
+    // Indexed, so that a call's own indexing of the queue is not a change the fingerprint sees.
+    conn.query_row("SELECT cmp_flush()", [], |_| Ok(())).expect("cmp_flush");
 }
 
 /// A fresh seeded store, the cursors it issues, and its fingerprint.
@@ -973,10 +975,11 @@ struct Func {
     max_args: usize,
 }
 
-const FUNCS: [Func; 12] = [
+const FUNCS: [Func; 13] = [
     Func { name: "cmp_version", table: false, max_args: 0 },
     Func { name: "cmp_debug", table: false, max_args: 0 },
     Func { name: "cmp_init", table: false, max_args: 2 },
+    Func { name: "cmp_flush", table: false, max_args: 2 },
     Func { name: "cmp_profile", table: false, max_args: 2 },
     Func { name: "cmp_tokens", table: false, max_args: 3 },
     Func { name: "cmp_context", table: false, max_args: 6 },

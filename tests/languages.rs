@@ -194,42 +194,13 @@ fn the_pair_index_follows_every_write_path() {
     assert_consistent(&conn);
 }
 
-#[test]
-fn upgrading_from_schema_2_indexes_existing_rows() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v2.db");
-    let id = {
-        let conn = open_file(&path);
-        let id = insert_memory(&conn, &Mem::new("我下周二要去北京出差"));
-        // Turn the database back into schema 2: no pair index, its objects absent.
-        conn.execute_batch(
-            "DROP TRIGGER cmp_memories_ngram_ai; DROP TRIGGER cmp_memories_ngram_bd;
-             DROP TRIGGER cmp_memories_ngram_bu; DROP TRIGGER cmp_memories_ngram_au;
-             DROP TABLE cmp_memories_ngram; DROP VIEW cmp_memories_grams; DROP TABLE cmp_positions;
-             UPDATE cmp_meta SET value = '2' WHERE key = 'schema_version';",
-        )
-        .unwrap();
-        insert_memory(&conn, &Mem::new("我妈妈在上海工作。"));
-        id
-    };
-    let conn = Connection::open(&path).unwrap();
-    cmp::register(&conn).unwrap();
-    assert_eq!(init(&conn), 4);
-    assert_consistent(&conn);
-    assert_eq!(
-        refs(&search(&conn, "北京出差")).first(),
-        Some(&id),
-        "the match ranks first (a context neighbour may follow)"
-    );
-    assert!(!search(&conn, "上海工作").is_empty());
-}
-
-#[test]
-fn upgrading_from_schema_3_guards_the_pair_triggers() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v3.db");
-    let (zh, en) = {
-        let conn = open_file(&path);
+/// A database file of schema `version` (2, 3 or 4) written with plain SQL, as the cmp of that version
+/// left it: schema 4 from its frozen copy, 3 with the unguarded pair triggers of that version, 2
+/// without the character-pair index.
+fn old_store(path: &std::path::Path, version: i64) -> Connection {
+    let conn = open_plain(path);
+    conn.execute_batch(include_str!("fixtures/schema_v4.sql")).unwrap();
+    if version == 3 {
         // Schema 3's pair triggers ran the view for every row, ASCII or not.
         conn.execute_batch(
             "DROP TRIGGER cmp_memories_ngram_ai; DROP TRIGGER cmp_memories_ngram_bd;
@@ -249,10 +220,49 @@ fn upgrading_from_schema_3_guards_the_pair_triggers() {
              CREATE TRIGGER cmp_memories_ngram_au AFTER UPDATE ON cmp_memories
              WHEN OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid BEGIN
                INSERT INTO cmp_memories_ngram(rowid, grams) SELECT rid, grams FROM cmp_memories_grams WHERE rid = NEW.rid;
-             END;
-             UPDATE cmp_meta SET value = '3' WHERE key = 'schema_version';",
+             END;",
         )
         .unwrap();
+    }
+    if version == 2 {
+        conn.execute_batch(
+            "DROP TRIGGER cmp_memories_ngram_ai; DROP TRIGGER cmp_memories_ngram_bd;
+             DROP TRIGGER cmp_memories_ngram_bu; DROP TRIGGER cmp_memories_ngram_au;
+             DROP TABLE cmp_memories_ngram; DROP VIEW cmp_memories_grams; DROP TABLE cmp_positions;",
+        )
+        .unwrap();
+    }
+    conn.execute("UPDATE cmp_meta SET value = ?1 WHERE key = 'schema_version'", [version.to_string()]).unwrap();
+    conn
+}
+
+#[test]
+fn upgrading_from_schema_2_indexes_existing_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    let id = {
+        let conn = old_store(&path, 2);
+        insert_memory(&conn, &Mem::new("我妈妈在上海工作。"));
+        insert_memory(&conn, &Mem::new("我下周二要去北京出差"))
+    };
+    let conn = Connection::open(&path).unwrap();
+    cmp::register(&conn).unwrap();
+    assert_eq!(init(&conn), cmp::store::SCHEMA_VERSION);
+    assert_consistent(&conn);
+    assert_eq!(
+        refs(&search(&conn, "北京出差")).first(),
+        Some(&id),
+        "the match ranks first (a context neighbour may follow)"
+    );
+    assert!(!search(&conn, "上海工作").is_empty());
+}
+
+#[test]
+fn upgrading_from_schema_3_guards_the_pair_triggers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v3.db");
+    let (zh, en) = {
+        let conn = old_store(&path, 3);
         (
             insert_memory(&conn, &Mem::new("我下周二要去北京出差")),
             insert_memory(&conn, &Mem::new("Atlas ships on Friday")),
@@ -260,7 +270,8 @@ fn upgrading_from_schema_3_guards_the_pair_triggers() {
     };
     let conn = Connection::open(&path).unwrap();
     cmp::register(&conn).unwrap();
-    assert_eq!(init(&conn), 4);
+    assert_eq!(init(&conn), cmp::store::SCHEMA_VERSION);
+    assert_eq!(queued(&conn), 0, "rows of an older schema are indexed already");
     let guarded: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'cmp_memories_ngram_%'
@@ -269,7 +280,7 @@ fn upgrading_from_schema_3_guards_the_pair_triggers() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(guarded, 4, "every pair trigger is replaced");
+    assert_eq!(guarded, 2, "every pair trigger is replaced: the two that remove a row's pairs");
     assert_consistent(&conn);
     // Rows indexed under schema 3 change and leave under the new triggers.
     conn.execute("UPDATE cmp_memories SET content = '我妈妈在上海工作。' WHERE id = ?1", [&zh]).unwrap();

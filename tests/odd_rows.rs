@@ -878,6 +878,8 @@ fn redacted_flags_that_are_not_integers_never_surface_in_packs() {
     for (id, v) in [("mem_0dd000000h01", "'yes'"), ("mem_0dd000000h02", "0.5"), ("mem_0dd000000h03", "-1")] {
         odd(&conn, id, &format!("Orion payroll secret {id}"), "redacted", v);
     }
+    let queued: i64 = conn.query_row("SELECT cmp_flush()", [], |r| r.get(0)).unwrap();
+    assert!(queued >= 3, "the odd rows were queued");
     assert_eq!(fts_rows(&conn), 4, "only the four base rows are indexed");
     let hits = search(&conn, "orion payroll secret");
     assert!(hits.iter().all(|h| !h.r#ref.starts_with("mem_0dd")));

@@ -30,6 +30,8 @@ INSERT INTO cmp_memories(content, captured_at, scope) VALUES ('Generated id row'
 
 SELECT 'generated id', id GLOB 'mem_[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]'
   FROM cmp_memories WHERE content = 'Generated id row';
+SELECT 'queued', count(*) FROM cmp_pending;
+SELECT 'flush', cmp_flush();
 SELECT 'entities', group_concat(name, ',') FROM (SELECT name FROM cmp_entities ORDER BY norm);
 SELECT 'search', group_concat(ref, ' ') FROM cmp_search('When does Atlas launch?', '{"now":"2026-06-01T00:00:00Z"}');
 SELECT 'top', ref, printf('%.6f', relevance), relevance_basis, why
@@ -50,6 +52,9 @@ SELECT 'vector', ref, printf('%.6f', relevance), relevance_basis
 UPDATE cmp_memories SET content = 'Decision: the Atlas launch is on June 19.' WHERE id = 'mem_00000000a001';
 UPDATE cmp_memories SET redacted = 1 WHERE id = 'mem_00000000a003';
 DELETE FROM cmp_memories WHERE id = 'mem_00000000a004';
+INSERT INTO cmp_memories_fts(cmp_memories_fts) VALUES ('integrity-check');
+SELECT 'requeued', count(*) FROM cmp_pending;
+SELECT 'flush again', cmp_flush();
 INSERT INTO cmp_memories_fts(cmp_memories_fts) VALUES ('integrity-check');
 SELECT 'fts rows', count(*) FROM cmp_memories_fts_docsize;
 SELECT 'fts june 19', group_concat(m.id, ' ') FROM cmp_memories_fts JOIN cmp_memories AS m ON m.rid = cmp_memories_fts.rowid

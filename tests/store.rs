@@ -273,10 +273,10 @@ fn init_is_idempotent() {
     let before = objects(&conn);
     let (db_id, secret) = (meta(&conn, "db_id"), meta(&conn, "secret"));
     let hits = search(&conn, "atlas friday");
-    assert_eq!(init(&conn), 4);
-    assert_eq!(init(&conn), 4);
+    assert_eq!(init(&conn), 5);
+    assert_eq!(init(&conn), 5);
     assert_eq!(objects(&conn), before);
-    assert_eq!(meta(&conn, "schema_version"), "4");
+    assert_eq!(meta(&conn, "schema_version"), "5");
     assert_eq!(meta(&conn, "db_id"), db_id);
     assert_eq!(meta(&conn, "secret"), secret);
     assert_eq!(search(&conn, "atlas friday"), hits);
@@ -318,8 +318,8 @@ fn upgrades_a_version_1_database_in_place() {
     cmp::register(&conn).unwrap();
     let debug: String = conn.query_row("SELECT cmp_debug()", [], |r| r.get(0)).unwrap();
     assert!(debug.contains("schema 1"), "{debug}");
-    assert_eq!(init(&conn), 4);
-    assert_eq!(meta(&conn, "schema_version"), "4");
+    assert_eq!(init(&conn), 5);
+    assert_eq!(meta(&conn, "schema_version"), "5");
     let names: Vec<String> = objects(&conn).into_iter().map(|o| o.1).collect();
     for want in ["cmp_sessions", "cmp_pins", "cmp_memories_scope_time"] {
         assert!(names.iter().any(|n| n == want), "{want} missing after upgrade");
@@ -346,7 +346,7 @@ fn upgrades_a_version_1_database_in_place() {
     // Upgraded once: a second open is a no-op.
     drop(conn);
     let again = open_file(&path);
-    assert_eq!(init(&again), 4);
+    assert_eq!(init(&again), 5);
     assert_consistent(&again);
 }
 
@@ -358,7 +358,7 @@ fn refuses_a_newer_schema() {
     let before = objects(&conn);
     let e = sql_error(&conn, "SELECT cmp_init()");
     assert!(e.starts_with("cmp_init: database schema version 99"), "{e}");
-    assert!(e.contains("(4)"), "names this build's version: {e}");
+    assert!(e.contains("(5)"), "names this build's version: {e}");
     assert_eq!(meta(&conn, "schema_version"), "99");
     assert_eq!(objects(&conn), before);
     let n: i64 = conn.query_row("SELECT count(*) FROM cmp_memories WHERE id = ?1", [&id], |r| r.get(0)).unwrap();

@@ -650,6 +650,20 @@ pub fn insert(conn: &Connection, rows: &[Row]) -> rusqlite::Result<()> {
     tx.commit()
 }
 
+/// Inserts the columns an application typically writes (content, kind, entities, captured_at; ids
+/// generated) of `rows` into `cmp_memories` in one transaction with one prepared statement.
+pub fn insert_app_columns(conn: &Connection, rows: &[Row]) -> rusqlite::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    {
+        let mut st =
+            tx.prepare("INSERT INTO cmp_memories(content, kind, entities, captured_at) VALUES (?1, ?2, ?3, ?4)")?;
+        for x in rows {
+            st.execute(rusqlite::params![x.content, x.kind, x.entities, x.captured_at])?;
+        }
+    }
+    tx.commit()
+}
+
 /// Inserts `rows` the bulk way: into a plain staging table first, then into `cmp_memories` with one
 /// `INSERT … SELECT` statement. The triggers still index every row; FTS5 flushes its pending terms
 /// once per statement instead of once per row.

@@ -1,4 +1,4 @@
-//! cmp_init, cmp_version, cmp_debug.
+//! cmp_init, cmp_flush, cmp_version, cmp_debug.
 
 use crate::error::Result;
 use crate::store;
@@ -14,6 +14,18 @@ pub fn init(ctx: &Context<'_>) -> Result<i64> {
     super::args::arity(ctx, 0, 0, "no arguments")?;
     let conn = unsafe { ctx.get_connection() }?;
     store::init(&conn)
+}
+
+/// `cmp_flush()`: indexes every row written since the last read now (reads do it themselves, see
+/// [`store::pending`]); returns how many rows it indexed.
+pub fn flush(ctx: &Context<'_>) -> Result<i64> {
+    super::args::arity(ctx, 0, 0, "no arguments")?;
+    let conn = unsafe { ctx.get_connection() }?;
+    super::require_schema(&conn)?;
+    if let Some(why) = store::unwritable(&conn) {
+        return Err(crate::error::Error::Unwritable(format!("the queued rows cannot be indexed here: {why}")));
+    }
+    Ok(store::pending::flush(&conn)? as i64)
 }
 
 /// `cmp_version()`.

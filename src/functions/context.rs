@@ -220,7 +220,7 @@ fn context_on(
     sid: Option<&str>,
     o: &options::Options,
 ) -> Result<String> {
-    super::require_schema(conn)?;
+    super::ready(conn)?;
     let req = Request { task, model, budget, options: o };
     let g = context::gather(conn, &req)?;
     let _t = crate::timing::phase("render: pack, fit, session turn");
@@ -245,7 +245,7 @@ impl TableFn for Items {
         let budget = a[2].map(|v| args::int_value("token_budget", v)).transpose()?.flatten();
         let opts = a[3].map(|v| args::text_value("options", v)).transpose()?.flatten();
         let o = options::parse(opts.as_deref(), ITEMS_OPTIONS)?;
-        super::require_schema(conn)?;
+        super::ready(conn)?;
         let req = Request { task: &task, model: model.as_deref(), budget, options: &o };
         let built = context::build(conn, &req)?;
         Ok(built.pack.items.iter().map(|p| object_row(&envelope::memory_object(p))).collect())

@@ -20,15 +20,15 @@ pub fn expand(ctx: &rusqlite::functions::Context<'_>) -> Result<String> {
     let conn = unsafe { ctx.get_connection() }?;
     let v = match direction.as_str() {
         "document" => {
-            super::require_schema(&conn)?;
+            super::ready(&conn)?;
             document(&conn, &r, &o)?
         }
         "neighbors" => {
-            super::require_schema(&conn)?;
+            super::ready(&conn)?;
             neighbors(&conn, &r, &o)?
         }
         "more" => {
-            super::require_schema(&conn)?;
+            super::ready(&conn)?;
             let explicit_scope = o.scope_given;
             let (prefix, payload) = cursor::verify(&conn, &r)?;
             if prefix == cursor::MQL_PREFIX {

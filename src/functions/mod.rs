@@ -12,3 +12,10 @@ pub mod session;
 pub mod table;
 
 pub use crate::store::schema::require as require_schema;
+
+/// The first step of every read of memories: the schema is current, and the rows written since the
+/// last read are indexed where this connection can write ([`crate::store::pending::settle`]).
+pub fn ready(conn: &rusqlite::Connection) -> crate::error::Result<()> {
+    require_schema(conn)?;
+    crate::store::pending::settle(conn).map(|_| ())
+}

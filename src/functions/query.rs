@@ -21,7 +21,7 @@ pub fn query(ctx: &Context<'_>) -> Result<String> {
                 return Err(Error::usage("cursor must be given alone: {\"cursor\": \"mqlc:…\"}"));
             }
             let Some(c) = c.as_str() else { return Err(Error::invalid("cursor", "must be a string")) };
-            super::require_schema(&conn)?;
+            super::ready(&conn)?;
             let (prefix, payload) = cursor::verify(&conn, c)?;
             if prefix != cursor::MQL_PREFIX {
                 return Err(Error::Cursor("cursor is a pack cursor; page it with cmp_expand(cursor, 'more')".into()));
@@ -32,6 +32,6 @@ pub fn query(ctx: &Context<'_>) -> Result<String> {
     let m = mql::parse(&text)?;
     // Fix the clock at the precision a cursor stores, so every page sees the same store.
     let m = mql::from_map(m.to_value().as_object().unwrap_or(&serde_json::Map::new()))?;
-    super::require_schema(&conn)?;
+    super::ready(&conn)?;
     Ok(run(&conn, &m)?.to_string())
 }

@@ -33,7 +33,7 @@ impl TableFn for Search {
             None => None,
         };
         let o = options::parse(opts_text.as_deref(), OPTIONS)?;
-        super::require_schema(conn)?;
+        super::ready(conn)?;
         let mut q = Query::new(&task, &o.scope, o.horizon());
         q.query_embedding = o.query_embedding.as_deref();
         let r = retrieve::retrieve(conn, &q)?;

@@ -5,6 +5,9 @@
 //! Text in scripts written without spaces is searched in the character-pair index
 //! (`cmp_memories_ngram`) with the task's character pairs, quoted the same way. The SQL is in
 //! [`crate::store::memories`].
+//!
+//! Rows still in the index queue ([`crate::store::pending`]: only on a connection that could not
+//! index them) are matched by their words and fused with the indexes' ranking ([`queued`]).
 
 use super::pool::{Pool, Ranking};
 use super::{Query, Terms, FTS_LIMIT};
@@ -42,7 +45,51 @@ pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) ->
         None => Default::default(),
     };
     let strength = if gram.is_empty() { word_strength } else { Vec::new() };
-    Ok(Lexical { ranking: merge(word, gram, q.task, pool), pending, strength })
+    let ranking = merge(word, gram, q.task, pool);
+    let late = queued(conn, q, terms, pool, &mut pending)?;
+    if late.is_empty() {
+        return Ok(Lexical { ranking, pending, strength });
+    }
+    let fused = super::fuse::rrf(&[&ranking, &late], |i| pool.id(i).to_string());
+    Ok(Lexical { ranking: fused.into_iter().map(|f| f.item).take(FTS_LIMIT).collect(), pending, strength: Vec::new() })
+}
+
+/// The queued rows that hold a task term (a stemmed word, or a pair of a spaceless script), most
+/// distinct terms first, then newest: what the indexes would find among rows they do not hold yet.
+/// Empty, after one lookup, whenever the queue is (every connection that can write empties it
+/// before it reads).
+fn queued(
+    conn: &Connection,
+    q: &Query<'_>,
+    terms: &Terms,
+    pool: &mut Pool,
+    pending: &mut usize,
+) -> rusqlite::Result<Ranking> {
+    if terms.stems.is_empty() || !crate::store::pending::waiting(conn)? {
+        return Ok(Vec::new());
+    }
+    let mut found: Vec<(usize, i64, crate::store::Memory)> = Vec::new();
+    for (mem, visible) in crate::store::pending::queued(conn, q.reader())? {
+        let stems: std::collections::HashSet<String> =
+            text::words(&mem.content).iter().map(|w| text::stem(w)).collect();
+        let hits = terms
+            .stems
+            .iter()
+            .filter(
+                |t| if text::has_spaceless(t) { mem.content.contains(t.as_str()) } else { stems.contains(t.as_str()) },
+            )
+            .count();
+        if hits == 0 {
+            continue;
+        }
+        if visible {
+            found.push((hits, mem.rid, mem));
+        } else if pool.index_of(mem.rid).is_none() {
+            *pending += 1;
+        }
+    }
+    found.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+    Ok(found.into_iter().take(FTS_LIMIT).map(|(_, _, m)| pool.add(m)).collect())
 }
 
 /// Word count at which the length prior halves a match's strength (see [`length_prior`]).

@@ -336,13 +336,15 @@ pub(crate) mod testdb {
         conn
     }
 
-    /// Adds a memory (id, content, captured_at, kind, entities JSON).
+    /// Adds a memory (id, content, captured_at, kind, entities JSON) and indexes it, as the SQL
+    /// functions do before they read.
     pub fn add(conn: &Connection, id: &str, content: &str, at: &str, kind: &str, entities: &str) {
         conn.execute(
             "INSERT INTO cmp_memories(id, content, captured_at, kind, entities) VALUES (?1, ?2, ?3, ?4, ?5)",
             [id, content, at, kind, entities],
         )
         .expect("insert");
+        crate::store::pending::flush(conn).expect("flush");
     }
 
     /// A query of the default scope at [`NOW`].

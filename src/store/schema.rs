@@ -9,13 +9,17 @@ pub const SCHEMA_SQL: &str = include_str!("../../sql/schema.sql");
 /// Version written by this build. History: 1 = memories, tasks, FTS, entities, meta;
 /// 2 = adds sessions, pins and the recency index (all additive: schema.sql upgrades v1 in place);
 /// 3 = adds the character-pair index of spaceless scripts (`cmp_memories_ngram`, filled from the
-/// existing rows on upgrade); 4 = that index's triggers skip rows whose text is all ASCII.
-pub const SCHEMA_VERSION: i64 = 4;
+/// existing rows on upgrade); 4 = that index's triggers skip rows whose text is all ASCII; 5 = the
+/// index queue (`cmp_pending`, [`super::pending`]): writes queue rows, the extension indexes them.
+pub const SCHEMA_VERSION: i64 = 5;
 
-/// Objects whose definition changed in version 4; `SCHEMA_SQL` creates them again.
-const REPLACED_IN_4: &str =
-    "DROP TRIGGER IF EXISTS cmp_memories_ngram_ai; DROP TRIGGER IF EXISTS cmp_memories_ngram_bd;
-     DROP TRIGGER IF EXISTS cmp_memories_ngram_bu; DROP TRIGGER IF EXISTS cmp_memories_ngram_au;";
+/// Objects whose definition changed after they were created (in versions 4 and 5); `SCHEMA_SQL`
+/// creates them again. Every row of an older store is indexed, so the new queue starts empty.
+const REPLACED: &str = "DROP TRIGGER IF EXISTS cmp_memories_ai; DROP TRIGGER IF EXISTS cmp_memories_ad;
+     DROP TRIGGER IF EXISTS cmp_memories_au_text; DROP TRIGGER IF EXISTS cmp_memories_au_entities;
+     DROP TRIGGER IF EXISTS cmp_memories_ngram_ai; DROP TRIGGER IF EXISTS cmp_memories_ngram_bd;
+     DROP TRIGGER IF EXISTS cmp_memories_ngram_bu; DROP TRIGGER IF EXISTS cmp_memories_ngram_au;
+     DROP VIEW IF EXISTS cmp_memories_indexable; DROP VIEW IF EXISTS cmp_memories_grams;";
 
 /// Creates or upgrades the schema. Idempotent.
 pub fn init(conn: &Connection) -> Result<i64> {
@@ -47,8 +51,8 @@ pub fn init(conn: &Connection) -> Result<i64> {
     }
     // All-or-nothing: a failure leaves the database as it was.
     conn.execute_batch("SAVEPOINT cmp_init")?;
-    // Version 4 guards the character-pair index's triggers: replace the older ones.
-    let replace = if current.is_some_and(|v| v < 4) { REPLACED_IN_4 } else { "" };
+    // Versions 4 and 5 changed triggers and views: replace the older ones.
+    let replace = if current.is_some_and(|v| v < SCHEMA_VERSION) { REPLACED } else { "" };
     let r = conn.execute_batch(replace).and_then(|_| conn.execute_batch(SCHEMA_SQL)).and_then(|_| {
         // The character-pair index arrived in version 3: index the rows written before it.
         if current.is_some_and(|v| v < 3) {

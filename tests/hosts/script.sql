@@ -37,6 +37,7 @@ INSERT INTO cmp_memories(id, kind, content, entities, captured_at) VALUES ('mem_
 INSERT INTO cmp_memories(id, content, entities, captured_at, redacted) VALUES ('mem_00000000a009', 'Atlas launch secret: the salary bands of the launch team.', '["Atlas"]', '2026-05-04T09:00:00Z', 1) RETURNING 'insert redacted', id, redacted;
 INSERT INTO cmp_memories(id, content, entities, captured_at, scope) VALUES ('mem_00000000b001', 'Book a dentist appointment before the Atlas launch.', '["Atlas"]', '2026-05-05T09:00:00Z', 'personal') RETURNING 'insert scope', id, scope;
 INSERT INTO cmp_tasks(id, title, due_at, entities) VALUES ('task_000000000001', 'Draft the Atlas launch email', '2026-06-08', '["Atlas"]') RETURNING 'task', id, status;
+SELECT 'flush', cmp_flush();
 SELECT 'entities', group_concat(name, ',') FROM (SELECT name FROM cmp_entities ORDER BY norm);
 SELECT 'fts rows', count(*) FROM cmp_memories_fts WHERE cmp_memories_fts MATCH 'atlas';
 SELECT 'search', group_concat(ref, ' ') FROM cmp_search('When is the Atlas launch?', '{"now":"2026-06-01T00:00:00Z"}');

@@ -1,0 +1,125 @@
+//! The index queue (`cmp_pending`, schema 5): every statement that reads it or writes the index
+//! entries of queued rows. Writes do not index: plain-SQL triggers queue each inserted or changed
+//! row (and remove a changed row's old entries at once), so a connection that never loaded the
+//! extension writes correctly and a bulk load costs little more than its row table. [`flush`] writes
+//! the queued rows' entries with one statement per index (the word index, the character-pair index,
+//! the entity links), which is what makes it cheap: a full-text insert made by a trigger writes an
+//! index segment per row.
+//!
+//! Every read settles the queue first ([`settle`]). A connection that cannot write (read-only,
+//! `PRAGMA query_only`, a replica, or another connection holding the write lock) leaves it queued
+//! and reads the queued rows directly ([`queued`]; retrieval matches them by their words).
+
+use super::eligibility::Reader;
+use super::memories::{memory_from_row, Memory, MEMORY_COLS};
+use crate::error::Result;
+use rusqlite::{named_params, Connection, ErrorCode};
+
+/// The statements that index the queued rows named by `?1` (a JSON array of rids), in order. The
+/// rows are read through the indexes' own content views, so what is indexed is decided in one place
+/// (sql/schema.sql): rows that may surface, and for the character-pair index those holding text of
+/// a spaceless script. The entity statements are the insert rules the triggers had before schema 5.
+const INDEX_QUEUED: [&str; 4] = [
+    "INSERT INTO cmp_memories_fts(rowid, content)
+       SELECT rid, content FROM cmp_memories_indexable WHERE rid IN (SELECT value FROM json_each(?1))",
+    "INSERT INTO cmp_memories_ngram(rowid, grams)
+       SELECT rid, grams FROM cmp_memories_grams WHERE rid IN (SELECT value FROM json_each(?1))",
+    "INSERT OR IGNORE INTO cmp_entities(name, norm)
+       SELECT trim(j.value), lower(trim(j.value))
+       FROM cmp_memories AS m,
+            json_each(CASE WHEN json_valid(m.entities) AND json_type(m.entities) = 'array'
+                           THEN m.entities ELSE '[]' END) AS j
+       WHERE m.rid IN (SELECT value FROM json_each(?1)) AND (m.redacted = 0 OR m.redacted IS NULL)
+         AND j.type = 'text' AND trim(j.value) <> ''",
+    "INSERT OR IGNORE INTO cmp_memory_entities(entity_id, rid)
+       SELECT e.id, m.rid
+       FROM cmp_memories AS m,
+            json_each(CASE WHEN json_valid(m.entities) AND json_type(m.entities) = 'array'
+                           THEN m.entities ELSE '[]' END) AS j
+       JOIN cmp_entities AS e ON e.norm = lower(trim(j.value))
+       WHERE m.rid IN (SELECT value FROM json_each(?1)) AND (m.redacted = 0 OR m.redacted IS NULL)
+         AND j.type = 'text'",
+];
+
+/// True when some row waits to be indexed.
+pub fn waiting(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM cmp_pending)")?.query_row([], |r| r.get(0))
+}
+
+/// Indexes every queued row and empties the queue, all or nothing; returns how many rows were
+/// queued. Fails (changing nothing) where the connection cannot write.
+pub fn flush(conn: &Connection) -> rusqlite::Result<usize> {
+    let rids: Vec<i64> = {
+        let mut st = conn.prepare_cached("SELECT rid FROM cmp_pending ORDER BY rid")?;
+        let rows = st.query_map([], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    if rids.is_empty() {
+        return Ok(0);
+    }
+    let list = serde_json::to_string(&rids).unwrap_or_else(|_| "[]".into());
+    conn.execute_batch("SAVEPOINT cmp_flush")?;
+    let r = (|| {
+        // Out of the queue first: the content views hold only rows that are not queued.
+        conn.prepare_cached("DELETE FROM cmp_pending")?.execute([])?;
+        for sql in INDEX_QUEUED {
+            conn.prepare_cached(sql)?.execute([&list])?;
+        }
+        Ok(())
+    })();
+    match r {
+        Ok(()) => conn.execute_batch("RELEASE cmp_flush").map(|_| rids.len()),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO cmp_flush; RELEASE cmp_flush");
+            Err(e)
+        }
+    }
+}
+
+/// What [`settle`] left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// Every row is indexed.
+    Indexed,
+    /// Rows wait that this connection could not index now: reads must also read them directly.
+    Queued,
+}
+
+/// Before a read: indexes the queued rows when this connection can write. Where it cannot (see the
+/// module comment) the rows stay queued for a connection that can, and the read goes on.
+pub fn settle(conn: &Connection) -> Result<Settled> {
+    if !waiting(conn)? {
+        return Ok(Settled::Indexed);
+    }
+    if super::schema::unwritable(conn).is_some() {
+        return Ok(Settled::Queued);
+    }
+    match flush(conn) {
+        Ok(_) => Ok(Settled::Indexed),
+        Err(e) if cannot_write_now(&e) => Ok(Settled::Queued),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// True for the errors of a write that this connection may not make now (another writer holds the
+/// lock, a read transaction's snapshot is stale, the file is read-only).
+fn cannot_write_now(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked | ErrorCode::ReadOnly))
+}
+
+/// Most queued rows a read on a connection that cannot index reads directly, newest first.
+pub const QUEUED_READ_LIMIT: usize = 10_000;
+
+/// The eligible queued rows (at most [`QUEUED_READ_LIMIT`], newest first), each with whether it is
+/// visible at the horizon.
+pub fn queued(conn: &Connection, r: Reader<'_>) -> rusqlite::Result<Vec<(Memory, bool)>> {
+    let sql = format!(
+        "SELECT {MEMORY_COLS}, {} FROM cmp_pending AS p JOIN cmp_memories AS m ON m.rid = p.rid
+         WHERE {} ORDER BY p.rid DESC LIMIT {QUEUED_READ_LIMIT}",
+        super::eligibility::VISIBLE,
+        r.eligible()
+    );
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(named_params! {":scope": r.scope, ":h": r.h}, |x| Ok((memory_from_row(x)?, x.get(14)?)))?;
+    rows.collect()
+}
