@@ -40,10 +40,11 @@ pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) ->
         length_prior(word, word_strength, pool)
     };
     let _t = crate::timing::phase("fts: character pairs");
-    let (gram, _) = match match_expr(&terms.grams) {
+    let (gram, gram_strength) = match match_expr(&terms.grams) {
         Some(expr) => split_visible(ngram_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
         None => Default::default(),
     };
+    let gram = triple_prior(gram, gram_strength, q.task, pool);
     let strength = if gram.is_empty() { word_strength } else { Vec::new() };
     let ranking = merge(word, gram, q.task, pool);
     let late = queued(conn, q, terms, pool, &mut pending)?;
@@ -118,6 +119,41 @@ fn length_prior(rank: Ranking, strength: Vec<f64>, pool: &mut Pool) -> (Ranking,
         .collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then(pool.mems[a.0].rid.cmp(&pool.mems[b.0].rid)));
     v.into_iter().unzip()
+}
+
+/// Weight of the character-triple prior (see [`triple_prior`]; 0: none).
+pub const TRIPLE_WEIGHT: f64 = 1.0;
+
+/// Re-ranks the character-pair index's matches (`strength` parallel to `rank`) by BM25 strength ×
+/// (1 + [`TRIPLE_WEIGHT`] × the share of the task's runs of three spaceless characters the memory
+/// holds), ties by rid. Pairs match each half of a three-character word on its own; a memory that
+/// holds the task's characters in the task's order is the likelier answer.
+fn triple_prior(rank: Ranking, strength: Vec<f64>, task: &str, pool: &Pool) -> Ranking {
+    let w = super::knob("CMP_TRIPLE", TRIPLE_WEIGHT);
+    let chars: Vec<char> = task.chars().collect();
+    let mut triples: Vec<String> = Vec::new();
+    for run in chars.split(|&c| !text::is_spaceless(c)) {
+        for t in run.windows(3) {
+            let t: String = t.iter().collect();
+            if !triples.contains(&t) {
+                triples.push(t);
+            }
+        }
+    }
+    if w == 0.0 || triples.is_empty() || rank.len() < 2 {
+        return rank;
+    }
+    let n = triples.len() as f64;
+    let mut v: Vec<(usize, f64)> = rank
+        .into_iter()
+        .zip(strength)
+        .map(|(i, s)| {
+            let held = triples.iter().filter(|t| pool.mems[i].content.contains(t.as_str())).count() as f64;
+            (i, s * (1.0 + w * held / n))
+        })
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(pool.mems[a.0].rid.cmp(&pool.mems[b.0].rid)));
+    v.into_iter().map(|(i, _)| i).collect()
 }
 
 /// Pools the visible matches (in their order) and counts the others as pending; with each visible
@@ -218,6 +254,28 @@ mod tests {
         let mut pool = Pool::default();
         let lex = rank(&conn, &q, &crate::retrieve::Terms::of(q.task), &mut pool).expect("rank");
         assert_eq!(ids(&pool, &lex.ranking), ["mem_zh"]);
+    }
+
+    #[test]
+    fn a_memory_holding_the_task_characters_in_order_outranks_a_slightly_stronger_pair_match() {
+        let conn = open();
+        add(&conn, "mem_pairs", "上司叫张三，学历不详。", "2026-05-01T00:00:00Z", "episodic", "[]");
+        add(&conn, "mem_order", "我的上司就只有高中学历。", "2026-05-01T00:00:00Z", "episodic", "[]");
+        let mut pool = Pool::default();
+        let ranked: Vec<usize> =
+            crate::store::memories::by_rids(&conn, &[1, 2]).expect("rows").into_iter().map(|m| pool.add(m)).collect();
+        // BM25 put the pair match first, barely; the other holds "我的上" and "的上司" of the task.
+        let task = "我的上司是什么学历？";
+        let out = triple_prior(ranked.clone(), vec![1.0, 0.9], task, &pool);
+        assert_eq!(ids(&pool, &out), ["mem_order", "mem_pairs"]);
+        // Far stronger pair matches keep their place.
+        assert_eq!(ids(&pool, &triple_prior(ranked, vec![3.0, 0.9], task, &pool)), ["mem_pairs", "mem_order"]);
+    }
+
+    #[test]
+    fn the_triple_prior_leaves_a_task_without_spaceless_text_alone() {
+        let pool = Pool::default();
+        assert_eq!(triple_prior(vec![], vec![], "atlas launch", &pool), Vec::<usize>::new());
     }
 
     #[test]
