@@ -237,6 +237,39 @@ fn old_store(path: &std::path::Path, version: i64) -> Connection {
 }
 
 #[test]
+fn upgrading_from_schema_4_keeps_every_index_and_queues_later_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v4.db");
+    let (zh, en) = {
+        let conn = old_store(&path, 4);
+        (
+            insert_memory(&conn, &Mem::new("我下周二要去北京出差").entities(&["北京"])),
+            insert_memory(&conn, &Mem::new("Atlas ships on Friday").entities(&["Atlas"])),
+        )
+    };
+    let conn = Connection::open(&path).unwrap();
+    cmp::register(&conn).unwrap();
+    assert_eq!(init(&conn), cmp::store::SCHEMA_VERSION);
+    assert_eq!(queued(&conn), 0, "rows written under schema 4 are indexed already");
+    assert_eq!(fts_rows(&conn), 2);
+    assert_consistent(&conn);
+    assert_eq!(refs(&search(&conn, "北京出差")).first(), Some(&zh));
+    assert_eq!(refs(&search(&conn, "atlas friday")).first(), Some(&en));
+    // Rows indexed by schema 4's triggers change and leave under schema 5's.
+    conn.execute("UPDATE cmp_memories SET content = '我妈妈在上海工作。' WHERE id = ?1", [&zh]).unwrap();
+    assert_eq!(queued(&conn), 1);
+    assert_consistent(&conn);
+    assert_eq!(refs(&search(&conn, "上海工作")).first(), Some(&zh));
+    // The old words left the indexes; the row still names the entity 北京.
+    let hits = search(&conn, "北京出差");
+    assert!(hits.iter().all(|h| !h.retrievers().contains(&"fts".to_string())), "{:?}", refs(&hits));
+    assert!(hits.iter().any(|h| h.r#ref == zh && h.retrievers().contains(&"entity".to_string())));
+    conn.execute("DELETE FROM cmp_memories WHERE id = ?1", [&en]).unwrap();
+    assert_consistent(&conn);
+    assert!(search(&conn, "atlas friday").is_empty());
+}
+
+#[test]
 fn upgrading_from_schema_2_indexes_existing_rows() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v2.db");
