@@ -126,16 +126,21 @@ pub const TRIPLE_WEIGHT: f64 = 1.0;
 
 /// Re-ranks the character-pair index's matches (`strength` parallel to `rank`) by BM25 strength ×
 /// (1 + [`TRIPLE_WEIGHT`] × the share of the task's runs of three spaceless characters the memory
-/// holds), ties by rid. Pairs match each half of a three-character word on its own; a memory that
-/// holds the task's characters in the task's order is the likelier answer.
+/// holds; the first [`super::MAX_GRAMS`] distinct runs, as many as pairs are searched), ties by
+/// rid. Pairs match each half of a three-character word on its own; a memory that holds the task's
+/// characters in the task's order is the likelier answer.
 fn triple_prior(rank: Ranking, strength: Vec<f64>, task: &str, pool: &Pool) -> Ranking {
     let w = super::knob("CMP_TRIPLE", TRIPLE_WEIGHT);
     let chars: Vec<char> = task.chars().collect();
     let mut triples: Vec<String> = Vec::new();
-    for run in chars.split(|&c| !text::is_spaceless(c)) {
+    let mut seen = std::collections::HashSet::new();
+    'runs: for run in chars.split(|&c| !text::is_spaceless(c)) {
         for t in run.windows(3) {
+            if triples.len() == super::MAX_GRAMS {
+                break 'runs;
+            }
             let t: String = t.iter().collect();
-            if !triples.contains(&t) {
+            if seen.insert(t.clone()) {
                 triples.push(t);
             }
         }
