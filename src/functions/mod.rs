@@ -17,5 +17,5 @@ pub use crate::store::schema::require as require_schema;
 /// last read are indexed where this connection can write ([`crate::store::pending::settle`]).
 pub fn ready(conn: &rusqlite::Connection) -> crate::error::Result<()> {
     require_schema(conn)?;
-    crate::store::pending::settle(conn).map(|_| ())
+    crate::store::pending::settle(conn)
 }

@@ -131,6 +131,9 @@ pub const TRIPLE_WEIGHT: f64 = 1.0;
 /// characters in the task's order is the likelier answer.
 fn triple_prior(rank: Ranking, strength: Vec<f64>, task: &str, pool: &Pool) -> Ranking {
     let w = super::knob("CMP_TRIPLE", TRIPLE_WEIGHT);
+    if w == 0.0 || rank.len() < 2 || !text::has_spaceless(task) {
+        return rank;
+    }
     let chars: Vec<char> = task.chars().collect();
     let mut triples: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -145,7 +148,7 @@ fn triple_prior(rank: Ranking, strength: Vec<f64>, task: &str, pool: &Pool) -> R
             }
         }
     }
-    if w == 0.0 || triples.is_empty() || rank.len() < 2 {
+    if triples.is_empty() {
         return rank;
     }
     let n = triples.len() as f64;
@@ -278,9 +281,21 @@ mod tests {
     }
 
     #[test]
-    fn the_triple_prior_leaves_a_task_without_spaceless_text_alone() {
-        let pool = Pool::default();
-        assert_eq!(triple_prior(vec![], vec![], "atlas launch", &pool), Vec::<usize>::new());
+    fn the_triple_prior_leaves_a_task_without_three_spaceless_characters_alone() {
+        let conn = open();
+        add(&conn, "mem_a", "我的上司就只有高中学历。", "2026-05-01T00:00:00Z", "episodic", "[]");
+        add(&conn, "mem_b", "上司叫张三。", "2026-05-01T00:00:00Z", "episodic", "[]");
+        let mut pool = Pool::default();
+        let ranked: Vec<usize> =
+            crate::store::memories::by_rids(&conn, &[1, 2]).expect("rows").into_iter().map(|m| pool.add(m)).collect();
+        // Weaker first: a prior that applied would sort them; these tasks hold no triple to apply.
+        for task in ["atlas launch", "上司 学历", "我的"] {
+            assert_eq!(
+                ids(&pool, &triple_prior(ranked.clone(), vec![0.5, 1.0], task, &pool)),
+                ["mem_a", "mem_b"],
+                "{task}"
+            );
+        }
     }
 
     #[test]

@@ -49,26 +49,26 @@ pub fn waiting(conn: &Connection) -> rusqlite::Result<bool> {
 /// Indexes every queued row and empties the queue, all or nothing; returns how many rows were
 /// queued. Fails (changing nothing) where the connection cannot write.
 pub fn flush(conn: &Connection) -> rusqlite::Result<usize> {
-    let rids: Vec<i64> = {
-        let mut st = conn.prepare_cached("SELECT rid FROM cmp_pending ORDER BY rid")?;
-        let rows = st.query_map([], |r| r.get(0))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    if rids.is_empty() {
-        return Ok(0);
-    }
-    let list = serde_json::to_string(&rids).unwrap_or_else(|_| "[]".into());
     conn.execute_batch("SAVEPOINT cmp_flush")?;
     let r = (|| {
+        let rids: Vec<i64> = {
+            let mut st = conn.prepare_cached("SELECT rid FROM cmp_pending ORDER BY rid")?;
+            let rows = st.query_map([], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        if rids.is_empty() {
+            return Ok(0);
+        }
+        let list = serde_json::to_string(&rids).unwrap_or_else(|_| "[]".into());
         // Out of the queue first: the content views hold only rows that are not queued.
         conn.prepare_cached("DELETE FROM cmp_pending")?.execute([])?;
         for sql in INDEX_QUEUED {
             conn.prepare_cached(sql)?.execute([&list])?;
         }
-        Ok(())
+        Ok(rids.len())
     })();
     match r {
-        Ok(()) => conn.execute_batch("RELEASE cmp_flush").map(|_| rids.len()),
+        Ok(n) => conn.execute_batch("RELEASE cmp_flush").map(|_| n),
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK TO cmp_flush; RELEASE cmp_flush");
             Err(e)
@@ -76,28 +76,16 @@ pub fn flush(conn: &Connection) -> rusqlite::Result<usize> {
     }
 }
 
-/// What [`settle`] left.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Settled {
-    /// Every row is indexed.
-    Indexed,
-    /// Rows wait that this connection could not index now: reads must also read them directly.
-    Queued,
-}
-
 /// Before a read: indexes the queued rows when this connection can write. Where it cannot (see the
-/// module comment) the rows stay queued for a connection that can, and the read goes on.
-pub fn settle(conn: &Connection) -> Result<Settled> {
-    if !waiting(conn)? {
-        return Ok(Settled::Indexed);
-    }
-    if super::schema::unwritable(conn).is_some() {
-        return Ok(Settled::Queued);
+/// module comment) the rows stay queued for a connection that can, and the read goes on; retrieval
+/// sees them still queued ([`waiting`]) and reads them directly.
+pub fn settle(conn: &Connection) -> Result<()> {
+    if !waiting(conn)? || super::schema::unwritable(conn).is_some() {
+        return Ok(());
     }
     match flush(conn) {
-        Ok(_) => Ok(Settled::Indexed),
-        Err(e) if cannot_write_now(&e) => Ok(Settled::Queued),
-        Err(e) => Err(e.into()),
+        Err(e) if !cannot_write_now(&e) => Err(e.into()),
+        _ => Ok(()),
     }
 }
 
