@@ -6,8 +6,13 @@
 //! ```text
 //! cargo run --release --example memeval -- [--data DIR] [--datasets locomo,realtalk,locomo-spread]
 //!     [--conversations N] [--questions N] [--budgets 500,1000,2000,4000]
-//!     [--profiles generic,claude,gpt,cursor] [--smoke]
+//!     [--profiles generic,claude,gpt,cursor] [--embedder MODEL_DIR] [--smoke]
 //! ```
+//!
+//! With `--embedder`, every memory's `embedding` is its message (without the speaker's name)
+//! embedded by the sentence-transformers model in MODEL_DIR (e.g. all-MiniLM-L6-v2, by
+//! `cmp::embed`), and every call passes the `embedder` option, so cmp embeds the question with the
+//! same model; the BM25 baseline is unchanged.
 //!
 //! Each conversation becomes a fresh in-memory store: one `episodic` memory per message,
 //! `"Speaker: text"`, the speaker as its entity, and a deterministic id from the dialog id.
@@ -37,7 +42,7 @@ use std::time::Instant;
 type Res<T> = Result<T, String>;
 
 const USAGE: &str = "usage: memeval [--data DIR] [--datasets locomo,realtalk,locomo-spread] [--conversations N] \
-[--questions N] [--budgets 500,1000,2000,4000] [--profiles generic,claude,gpt,cursor] [--smoke]";
+[--questions N] [--budgets 500,1000,2000,4000] [--profiles generic,claude,gpt,cursor] [--embedder MODEL_DIR] [--smoke]";
 /// The old content estimate: ceil(chars / 4) + 12 per item.
 const CHARS_PER_TOKEN: f64 = 4.0;
 const ITEM_OVERHEAD: usize = 12;
@@ -51,6 +56,7 @@ struct Args {
     questions: Option<usize>,
     budgets: Vec<i64>,
     profiles: Vec<String>,
+    embedder: Option<String>,
 }
 
 fn list(v: &str) -> Vec<String> {
@@ -65,6 +71,7 @@ fn parse_args() -> Res<Args> {
         questions: None,
         budgets: vec![500, 1000, 2000, 4000],
         profiles: list("generic,claude,gpt,cursor"),
+        embedder: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -82,6 +89,7 @@ fn parse_args() -> Res<Args> {
                     .collect::<Res<_>>()?
             }
             "--profiles" => a.profiles = list(&value()?),
+            "--embedder" => a.embedder = Some(value()?),
             "--smoke" => {
                 a.conversations = Some(1);
                 a.questions = Some(30);
@@ -318,7 +326,7 @@ struct Store {
     by_id: HashMap<String, usize>,
 }
 
-fn build_store(c: &Conversation) -> Res<Store> {
+fn build_store(c: &Conversation, embedder: Option<&cmp::embed::Embedder>) -> Res<Store> {
     let sql = |e: rusqlite::Error| format!("{}: {e}", c.name);
     let conn = Connection::open_in_memory().map_err(sql)?;
     cmp::register(&conn).map_err(sql)?;
@@ -341,6 +349,14 @@ fn build_store(c: &Conversation) -> Res<Store> {
         for (i, t) in c.turns.iter().enumerate() {
             let entities = if t.speaker.is_empty() { json!([]) } else { json!([t.speaker]) };
             ins.execute(params![t.id, t.content, t.occurred_at, entities.to_string()]).map_err(sql)?;
+            if let Some(e) = embedder {
+                // The message as said: the speaker is the memory's entity, and a question that
+                // names the wrong speaker (LoCoMo's adversarial ones) must not match by name.
+                let said = t.content.strip_prefix(&format!("{}: ", t.speaker)).unwrap_or(&t.content);
+                let blob = cmp::embed::to_blob(&e.embed(said));
+                conn.execute("UPDATE cmp_memories SET embedding = ?1 WHERE id = ?2", params![blob, t.id])
+                    .map_err(sql)?;
+            }
             base.execute(params![i as i64, t.content]).map_err(sql)?;
         }
     }
@@ -566,12 +582,25 @@ fn run() -> Res<()> {
         let v: Value = serde_json::from_str(&j).map_err(|e| e.to_string())?;
         max_budget.insert(m.clone(), v["pack_token_budget"].as_i64().unwrap_or(i64::MAX));
     }
+    let embedder = match &a.embedder {
+        Some(dir) => {
+            let e = cmp::embed::Embedder::shared(std::path::Path::new(dir)).map_err(|e| format!("--embedder: {e}"))?;
+            println!("embedder: the model in {dir} ({} dimensions) embeds every message and question", e.dims());
+            Some(e)
+        }
+        None => None,
+    };
     for (ds, convs) in &loaded {
         for c in convs {
-            let store = build_store(c)?;
-            let opts = json!({"now": c.now}).to_string();
-            let md_opts = json!({"now": c.now, "format": "markdown"}).to_string();
+            let store = build_store(c, embedder.as_deref())?;
             for q in c.questions.iter().take(a.questions.unwrap_or(usize::MAX)) {
+                let mut opts = json!({"now": c.now});
+                if let Some(dir) = &a.embedder {
+                    opts["embedder"] = json!(dir);
+                }
+                let mut md_opts = opts.clone();
+                md_opts["format"] = json!("markdown");
+                let (opts, md_opts) = (opts.to_string(), md_opts.to_string());
                 let bm25 = bm25_ranking(&store, &q.text)?;
                 let search = search_ranking(&store, &q.text, &opts)?;
                 for model in &a.profiles {

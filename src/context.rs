@@ -137,7 +137,8 @@ pub fn gather(conn: &Connection, req: &Request<'_>) -> Result<Gathered> {
     let budget = profile.clamp_budget(req.budget) as usize;
     let intent = intent::detect(req.task);
     let mut q = Query::new(req.task, &o.scope, o.horizon());
-    q.query_embedding = o.query_embedding.as_deref();
+    let task_embedding = o.task_embedding(req.task)?;
+    q.query_embedding = task_embedding.as_deref();
     if intent == intent::Intent::Recall {
         q.recency_limit = RECALL_RECENCY;
     }
@@ -174,6 +175,7 @@ pub fn pack_cursor(conn: &Connection, req: &Request<'_>, budget: usize, offset: 
         "now": o.now,
         "as_of": o.as_of,
         "query_embedding": o.query_embedding,
+        "embedder": o.embedder,
         "offset": offset,
     });
     cursor::sign(conn, cursor::PACK_PREFIX, &payload)

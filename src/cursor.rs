@@ -29,6 +29,10 @@ fn mac(conn: &Connection) -> Result<Hmac<Sha256>> {
 /// The fields of a pack cursor, in their order in its body.
 const PACK_FIELDS: [&str; 8] = ["now", "as_of", "budget", "offset", "scope", "model", "query_embedding", "task"];
 
+/// Starts the embedding field of a pack cursor that holds the `embedder` option's folder instead of
+/// an embedding (base64 never starts so).
+const EMBEDDER_MARK: char = '@';
+
 /// Bytes of a pack cursor's tag: 96 bits of HMAC-SHA256 (forging one takes 2^96 tries).
 const PACK_TAG_BYTES: usize = 12;
 
@@ -72,6 +76,9 @@ fn unescape(s: &str) -> Option<String> {
 /// little-endian float32s.
 fn pack_body(payload: &Value) -> String {
     let field = |k: &str| -> String {
+        if let (true, Some(dir)) = (k == "query_embedding", payload["embedder"].as_str()) {
+            return format!("{EMBEDDER_MARK}{}", escape(dir));
+        }
         match &payload[k] {
             Value::Null => String::new(),
             Value::String(s) => escape(s),
@@ -102,16 +109,17 @@ fn parse_pack_body(body: &str) -> Option<Value> {
         serde_json::from_str::<Value>(s).ok().filter(Value::is_number)
     };
     let text = |s: &str| -> Option<Value> { unescape(s).map(Value::String) };
-    let qe = if parts[6].is_empty() {
-        Value::Null
-    } else {
+    let (mut qe, mut embedder) = (Value::Null, Value::Null);
+    if let Some(dir) = parts[6].strip_prefix(EMBEDDER_MARK) {
+        embedder = text(dir)?;
+    } else if !parts[6].is_empty() {
         let bytes = B64.decode(parts[6]).ok()?;
         let v: Vec<Value> = bytes
             .chunks_exact(4)
             .map(|c| serde_json::json!(f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64))
             .collect();
-        Value::Array(v)
-    };
+        qe = Value::Array(v);
+    }
     let model = if parts[5].is_empty() { Value::Null } else { text(parts[5])? };
     Some(serde_json::json!({
         "now": num(parts[0])?,
@@ -121,6 +129,7 @@ fn parse_pack_body(body: &str) -> Option<Value> {
         "scope": text(parts[4])?,
         "model": model,
         "query_embedding": qe,
+        "embedder": embedder,
         "task": text(parts[7])?,
     }))
 }
@@ -221,6 +230,15 @@ mod tests {
         let p = pack_payload();
         let c = sign(&conn, PACK_PREFIX, &p)?;
         assert!(c.starts_with("cmpc:1780272000.5||1200|8|team~pa~~b|claude|"), "{c}");
+        let mut back = p.clone();
+        back["embedder"] = Value::Null;
+        assert_eq!(verify(&conn, &c)?, (PACK_PREFIX, back));
+        // The embedder option's folder rides in the embedding's field, marked.
+        let mut p = pack_payload();
+        p["query_embedding"] = Value::Null;
+        p["embedder"] = json!("/models/mini|lm~");
+        let c = sign(&conn, PACK_PREFIX, &p)?;
+        assert!(c.contains("|claude|@/models/mini~plm~~|when"), "{c}");
         assert_eq!(verify(&conn, &c)?, (PACK_PREFIX, p));
         Ok(())
     }

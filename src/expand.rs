@@ -103,6 +103,7 @@ pub fn pack_page(conn: &Connection, p: &Value, o: &Options) -> Result<Value> {
         as_of: p["as_of"].as_f64(),
         scope,
         query_embedding: qe,
+        embedder: p["embedder"].as_str().map(str::to_string),
         ..Options::default()
     };
     let req = Request { task, model, budget: Some(budget), options: &opts };

@@ -17,6 +17,7 @@
 
 pub mod context;
 pub mod cursor;
+pub mod embed;
 pub mod envelope;
 pub mod error;
 pub mod expand;
@@ -65,6 +66,7 @@ fn scalars() -> Vec<(&'static str, i32, FunctionFlags, Scalar)> {
         ("cmp_flush", -1, STATEFUL, scalar!(functions::admin::flush)),
         ("cmp_profile", -1, PURE, scalar!(functions::profile::profile)),
         ("cmp_tokens", -1, PURE, scalar!(functions::profile::tokens)),
+        ("cmp_embed", -1, STATEFUL, scalar!(functions::embed::embed)),
         ("cmp_context", -1, STATEFUL, scalar!(functions::context::context)),
         ("cmp_query", -1, STATEFUL, scalar!(functions::query::query)),
         ("cmp_expand", -1, STATEFUL, scalar!(functions::expand::expand)),

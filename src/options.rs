@@ -49,6 +49,8 @@ pub struct Options {
     pub pin: bool,
     /// User-supplied query embedding.
     pub query_embedding: Option<Vec<f32>>,
+    /// Folder of an embedding model that embeds the task (instead of `query_embedding`).
+    pub embedder: Option<String>,
     /// all | delta.
     pub send: Send,
     /// Full provenance in `why` and refs in `graph`.
@@ -68,6 +70,7 @@ impl Default for Options {
             scope_given: false,
             pin: false,
             query_embedding: None,
+            embedder: None,
             send: Send::All,
             audit: false,
             full_legend: false,
@@ -179,10 +182,30 @@ pub fn parse(text: Option<&str>, allowed: &[&str]) -> Result<Options> {
                 }
             }
             "query_embedding" => o.query_embedding = Some(parse_embedding(v)?),
+            "embedder" => match v.as_str() {
+                Some(dir) if !dir.is_empty() => o.embedder = Some(dir.to_string()),
+                _ => {
+                    return Err(Error::invalid("embedder", format!("must be a model folder's path, got {}", short(v))))
+                }
+            },
             _ => return Err(Error::usage(format!("unknown option {k:?}"))),
         }
     }
+    if o.embedder.is_some() && o.query_embedding.is_some() {
+        return Err(Error::usage("query_embedding and embedder do not go together: give one"));
+    }
     Ok(o)
+}
+
+impl Options {
+    /// The embedding the vector retriever compares with: `query_embedding`, or `task` embedded by
+    /// the model in `embedder`.
+    pub fn task_embedding(&self, task: &str) -> Result<Option<Vec<f32>>> {
+        match &self.embedder {
+            Some(dir) => Ok(Some(crate::embed::Embedder::shared(std::path::Path::new(dir))?.embed_cached(task))),
+            None => Ok(self.query_embedding.clone()),
+        }
+    }
 }
 
 fn parse_embedding(v: &Value) -> Result<Vec<f32>> {

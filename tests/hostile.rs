@@ -975,13 +975,14 @@ struct Func {
     max_args: usize,
 }
 
-const FUNCS: [Func; 13] = [
+const FUNCS: [Func; 14] = [
     Func { name: "cmp_version", table: false, max_args: 0 },
     Func { name: "cmp_debug", table: false, max_args: 0 },
     Func { name: "cmp_init", table: false, max_args: 2 },
     Func { name: "cmp_flush", table: false, max_args: 2 },
     Func { name: "cmp_profile", table: false, max_args: 2 },
     Func { name: "cmp_tokens", table: false, max_args: 3 },
+    Func { name: "cmp_embed", table: false, max_args: 3 },
     Func { name: "cmp_context", table: false, max_args: 6 },
     Func { name: "cmp_query", table: false, max_args: 2 },
     Func { name: "cmp_expand", table: false, max_args: 4 },

@@ -16,9 +16,10 @@ use serde_json::{json, Value};
 use std::ffi::{c_int, CStr};
 
 /// Options `cmp_context` accepts.
-pub const OPTIONS: &[&str] = &["format", "now", "as_of", "scope", "pin", "query_embedding", "send", "audit", "legend"];
+pub const OPTIONS: &[&str] =
+    &["format", "now", "as_of", "scope", "pin", "query_embedding", "embedder", "send", "audit", "legend"];
 /// Options `cmp_items` accepts.
-pub const ITEMS_OPTIONS: &[&str] = &["now", "as_of", "scope", "query_embedding"];
+pub const ITEMS_OPTIONS: &[&str] = &["now", "as_of", "scope", "query_embedding", "embedder"];
 /// Longest session id.
 pub const MAX_SESSION_ID_CHARS: usize = 256;
 

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod args;
 pub mod conn;
 pub mod context;
+pub mod embed;
 pub mod expand;
 pub mod profile;
 pub mod query;

@@ -11,7 +11,7 @@ use serde_json::json;
 use std::ffi::{c_int, CStr};
 
 /// Options `cmp_search` accepts.
-pub const OPTIONS: &[&str] = &["now", "as_of", "scope", "query_embedding"];
+pub const OPTIONS: &[&str] = &["now", "as_of", "scope", "query_embedding", "embedder"];
 
 /// The `cmp_search` table-valued function.
 pub struct Search;
@@ -35,7 +35,8 @@ impl TableFn for Search {
         let o = options::parse(opts_text.as_deref(), OPTIONS)?;
         super::ready(conn)?;
         let mut q = Query::new(&task, &o.scope, o.horizon());
-        q.query_embedding = o.query_embedding.as_deref();
+        let task_embedding = o.task_embedding(&task)?;
+        q.query_embedding = task_embedding.as_deref();
         let r = retrieve::retrieve(conn, &q)?;
         Ok(r.candidates
             .into_iter()

@@ -115,11 +115,19 @@ impl Basis {
 /// match that names it, which had doubled as a full-text vote.
 pub const FUSION_WEIGHTS: [f64; 4] = [4.0, 0.5, 1.0, 0.5];
 
-/// The fusion weights in force: [`FUSION_WEIGHTS`], or, in a build with the `eval-knobs` feature
-/// (evaluation only), `CMP_W_FTS`, `CMP_W_VEC`, `CMP_W_ENT`, `CMP_W_CTX` from the environment.
-fn fusion_weights() -> [f64; 4] {
+/// Weight of the vector ranking when the caller's embedding drives it (`query_embedding` or the
+/// `embedder` option) instead of the hashing embedder: a real sentence model finds what shares no
+/// word with the task, and ranks the whole scope, not only what the others found. Measured with
+/// all-MiniLM-L6-v2 on LoCoMo and realtalk-dev alike (BENCHMARKS.md, "With an embedding model").
+pub const USER_VECTOR_WEIGHT: f64 = 2.0;
+
+/// The fusion weights in force: [`FUSION_WEIGHTS`] (the vector weight [`USER_VECTOR_WEIGHT`] for
+/// the caller's embedding), or, in a build with the `eval-knobs` feature (evaluation only),
+/// `CMP_W_FTS`, `CMP_W_VEC`, `CMP_W_ENT`, `CMP_W_CTX` from the environment.
+fn fusion_weights(user_vector: bool) -> [f64; 4] {
     let d = FUSION_WEIGHTS;
-    [knob("CMP_W_FTS", d[0]), knob("CMP_W_VEC", d[1]), knob("CMP_W_ENT", d[2]), knob("CMP_W_CTX", d[3])]
+    let vector = if user_vector { USER_VECTOR_WEIGHT } else { d[1] };
+    [knob("CMP_W_FTS", d[0]), knob("CMP_W_VEC", vector), knob("CMP_W_ENT", d[2]), knob("CMP_W_CTX", d[3])]
 }
 
 /// A tuned constant in force: `value`, or, in a build with the `eval-knobs` feature (evaluation
@@ -311,7 +319,7 @@ pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
         user_vector: q.query_embedding.is_some(),
     };
     Ok(Retrieval {
-        candidates: fuse::candidates(pool, &rankings, &terms.stems, &fusion_weights()),
+        candidates: fuse::candidates(pool, &rankings, &terms.stems, &fusion_weights(q.query_embedding.is_some())),
         pending: lexical.pending,
         entities: entities.names,
         terms: terms.stems,
