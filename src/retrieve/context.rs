@@ -1,4 +1,5 @@
-//! Context retrieval: the memories recorded right around the strongest full-text matches. A memory
+//! Context retrieval: the memories recorded right around the strongest matches (full-text ones, and
+//! with the caller's embedding its nearest ones, in turn: the composer chooses the anchors). A memory
 //! rarely stands alone: the message before a match often asks the question it answers, the one after
 //! often completes it. Fused as one more ranking, in the order of their anchors.
 
@@ -6,7 +7,7 @@ use super::pool::{Pool, Ranking};
 use super::{Query, CONTEXT_ANCHORS, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS};
 use rusqlite::Connection;
 
-/// The neighbours of the first [`CONTEXT_ANCHORS`] entries of the full-text ranking `fts`. The
+/// The neighbours of the first [`CONTEXT_ANCHORS`] entries of the anchor ranking `fts`. The
 /// anchors themselves get no vote here: they already matched, and in a conversation every strong
 /// match is some other match's neighbour, so counting that would outvote the text.
 pub fn rank(conn: &Connection, q: &Query<'_>, fts: &[usize], pool: &mut Pool) -> rusqlite::Result<Ranking> {

@@ -295,12 +295,22 @@ pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
     let fts = entity::boost_named(&lexical.ranking, &lexical.strength, &entities.named);
     let entity_ranking = entity::with_votes(entities.ranking, &lexical, &entities.named);
     drop(t);
+    // The caller's embedding ranks the whole scope, so its best matches anchor context too; the
+    // hashing embedder ranks what the retrievers found, context included (recency and rules after).
+    let user_first = q.query_embedding.is_some() && knob("CMP_CTX_VEC", 1.0) > 0.0;
+    let mut vectors = if user_first { Some(vector::rank(conn, q, &task_vec, &mut pool)?) } else { None };
     let t = phase("retrieve: context neighbours");
-    let context = context::rank(conn, q, &fts, &mut pool)?;
+    let anchors = match &vectors {
+        Some(v) => interleave(&fts, &v.ranking, CONTEXT_ANCHORS),
+        None => fts.clone(),
+    };
+    let context = context::rank(conn, q, &anchors, &mut pool)?;
     drop(t);
-    // The hashing embedder ranks what the retrievers above found (recency and rules come after it).
     let t = phase("retrieve: hashing embedder");
-    let vectors = vector::rank(conn, q, &task_vec, &mut pool)?;
+    let vectors = match vectors.take() {
+        Some(v) => v,
+        None => vector::rank(conn, q, &task_vec, &mut pool)?,
+    };
     drop(t);
     let t = phase("retrieve: recency and rules");
     let recency = recency::rank(conn, q, &mut pool)?;
@@ -325,6 +335,22 @@ pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
         terms: terms.stems,
         skipped_embeddings: vectors.skipped,
     })
+}
+
+/// The first `n` of `a` and `b` taken in turn, each entry once.
+fn interleave(a: &[usize], b: &[usize], n: usize) -> Vec<usize> {
+    let mut out = Vec::with_capacity(n);
+    for i in 0..a.len().max(b.len()) {
+        for r in [a.get(i), b.get(i)].into_iter().flatten() {
+            if out.len() == n {
+                return out;
+            }
+            if !out.contains(r) {
+                out.push(*r);
+            }
+        }
+    }
+    out
 }
 
 /// An in-memory database for the retrievers' unit tests.
@@ -370,6 +396,14 @@ pub(crate) mod testdb {
 mod tests {
     use super::testdb::{add, open, query};
     use super::*;
+
+    #[test]
+    fn interleave_takes_in_turn_once_each_up_to_n() {
+        assert_eq!(interleave(&[1, 2, 3], &[2, 9], 8), [1, 2, 9, 3]);
+        assert_eq!(interleave(&[1, 2, 3], &[4, 5, 6], 3), [1, 4, 2]);
+        assert_eq!(interleave(&[], &[7], 8), [7]);
+        assert!(interleave(&[1], &[2], 0).is_empty());
+    }
 
     #[test]
     fn names_follow_the_documented_order() {
