@@ -507,3 +507,23 @@ fn a_named_speaker_does_not_bury_the_other_speakers_strong_match() {
     let hits = search(&conn, "What about Caroline's pottery workshop glaze?");
     assert_eq!(hits.first().map(|h| h.r#ref.as_str()), Some(mine.as_str()), "{:?}", refs(&hits));
 }
+
+/// With the caller's embedding and a task that matched text, the embedding's nearest memory anchors
+/// the context retriever as the full-text matches do: its neighbour in time joins the candidates.
+/// A search by embedding alone stays a pure cosine ranking.
+#[test]
+fn the_callers_embedding_anchors_context_when_text_matched() {
+    let conn = open();
+    let at = |t: &str| format!("2026-05-01T{t}:00Z");
+    insert_memory(&conn, &Mem::new("the atlas launch date").occurred_at(&at("08:00")).embedding(&[0.0, 1.0]));
+    let near = insert_memory(&conn, &Mem::new("we picked june").occurred_at(&at("12:00")).embedding(&[1.0, 0.0]));
+    // No embedding: it can only come in as a neighbour.
+    let next = insert_memory(&conn, &Mem::new("sounds good").occurred_at(&at("12:01")));
+    insert_memory(&conn, &Mem::new("unrelated chatter").occurred_at(&at("18:00")).embedding(&[0.0, 1.0]));
+    let context = |task: &str| -> Vec<String> {
+        let hits = search_with(&conn, task, &opts(json!({"now": NOW, "query_embedding": [1.0, 0.0]})));
+        hits.iter().filter(|h| h.retrievers().contains(&"context".to_string())).map(|h| h.r#ref.clone()).collect()
+    };
+    assert!(context("atlas").contains(&next), "the neighbour of the nearest memory {near} is a candidate");
+    assert!(context("").is_empty(), "no text matched: no context");
+}

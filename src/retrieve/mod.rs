@@ -295,9 +295,10 @@ pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
     let fts = entity::boost_named(&lexical.ranking, &lexical.strength, &entities.named);
     let entity_ranking = entity::with_votes(entities.ranking, &lexical, &entities.named);
     drop(t);
-    // The caller's embedding ranks the whole scope, so its best matches anchor context too; the
+    // The caller's embedding ranks the whole scope, so when the task also matched text, its best
+    // matches anchor context too (a search by embedding alone stays a pure cosine ranking); the
     // hashing embedder ranks what the retrievers found, context included (recency and rules after).
-    let user_first = q.query_embedding.is_some() && knob("CMP_CTX_VEC", 1.0) > 0.0;
+    let user_first = q.query_embedding.is_some() && !fts.is_empty() && knob("CMP_CTX_VEC", 1.0) > 0.0;
     let mut vectors = if user_first { Some(vector::rank(conn, q, &task_vec, &mut pool)?) } else { None };
     let t = phase("retrieve: context neighbours");
     let anchors = match &vectors {
