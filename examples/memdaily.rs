@@ -3,8 +3,12 @@
 //!
 //! ```text
 //! cargo run --release --example memdaily -- [--data DIR] [--files N|all] [--questions N|all]
-//!     [--budgets 300,500,1000] [--profiles generic,claude,gpt,cursor] [--smoke] [--explain N]
+//!     [--budgets 300,500,1000] [--profiles generic,claude,gpt,cursor] [--embedder DIR] [--smoke]
+//!     [--explain N]
 //! ```
+//!
+//! With `--embedder`, every message's `embedding` is `cmp_embed(content, DIR)` and every pack passes
+//! the `embedder` option (BENCHMARKS.md, "With an embedding model"); the baseline is unchanged.
 //!
 //! Each file of `DIR` (default `../shared/data/memdaily-dev/`, MemDaily from nuster1128/MemSim) is a
 //! list of trajectories; a file's trajectories are pooled into one fresh in-memory store, one
@@ -50,10 +54,11 @@ struct Args {
     profiles: Vec<String>,
     explain: usize,
     smoke: bool,
+    embedder: Option<String>,
 }
 
 const USAGE: &str = "usage: memdaily [--data DIR] [--files N|all] [--questions N|all] [--budgets 300,500,1000] \
-[--profiles generic,claude,gpt,cursor] [--smoke] [--explain N]";
+[--profiles generic,claude,gpt,cursor] [--embedder DIR] [--smoke] [--explain N]";
 
 fn parse_args() -> Res<Args> {
     let mut a = Args {
@@ -64,6 +69,7 @@ fn parse_args() -> Res<Args> {
         profiles: ["generic", "claude", "gpt", "cursor"].map(String::from).to_vec(),
         explain: 0,
         smoke: false,
+        embedder: None,
     };
     let count = |v: &str, name: &str| -> Res<Option<usize>> {
         if v == "all" {
@@ -94,6 +100,7 @@ fn parse_args() -> Res<Args> {
             "--profiles" => a.profiles = val()?.split(',').map(|p| p.trim().to_string()).collect(),
             "--explain" => a.explain = val()?.parse().map_err(|_| format!("--explain must be a number\n{USAGE}"))?,
             "--smoke" => a.smoke = true,
+            "--embedder" => a.embedder = Some(val()?),
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
@@ -213,7 +220,7 @@ struct Store {
     cost: Vec<Vec<i64>>,
 }
 
-fn build_store(f: &File, profiles: &[String]) -> Res<Store> {
+fn build_store(f: &File, profiles: &[String], embedder: Option<&str>) -> Res<Store> {
     let sql = |e: rusqlite::Error| format!("{}: {e}", f.name);
     let conn = Connection::open_in_memory().map_err(sql)?;
     cmp::register(&conn).map_err(sql)?;
@@ -242,6 +249,9 @@ fn build_store(f: &File, profiles: &[String]) -> Res<Store> {
             }
             cost.push(row);
         }
+    }
+    if let Some(dir) = embedder {
+        conn.execute("UPDATE cmp_memories SET embedding = cmp_embed(content, ?1)", [dir]).map_err(sql)?;
     }
     conn.execute_batch("COMMIT").map_err(sql)?;
     let by_id = f.messages.iter().enumerate().map(|(i, m)| (m.id.clone(), i)).collect();
@@ -294,8 +304,19 @@ fn fill(ranking: &[usize], cost: impl Fn(usize) -> i64, budget: i64) -> Vec<usiz
 /// cmp's pack for a task: the packed messages (items, and the restatements folded into them, which
 /// the items cite in `why.folded_refs`) and Σ(cmp_tokens(content) + 12) over its items (the content as
 /// packed, which may be shortened).
-fn cmp_pack(store: &Store, task: &str, model: &str, budget: i64, now: &str) -> Res<(Vec<usize>, i64, Value)> {
-    let opts = json!({"now": now, "format": "json"}).to_string();
+fn cmp_pack(
+    store: &Store,
+    task: &str,
+    model: &str,
+    budget: i64,
+    now: &str,
+    embedder: Option<&str>,
+) -> Res<(Vec<usize>, i64, Value)> {
+    let mut opts = json!({"now": now, "format": "json"});
+    if let Some(dir) = embedder {
+        opts["embedder"] = json!(dir);
+    }
+    let opts = opts.to_string();
     let text: String = store
         .conn
         .prepare_cached("SELECT cmp_context(?1, ?2, ?3, NULL, ?4)")
@@ -371,7 +392,7 @@ fn run() -> Res<()> {
     let mut per_file: Vec<(String, usize, usize)> = Vec::new();
     for f in &files {
         let t0 = Instant::now();
-        let store = build_store(f, &args.profiles)?;
+        let store = build_store(f, &args.profiles, args.embedder.as_deref())?;
         for (i, m) in f.messages.iter().enumerate() {
             let chars = m.content.chars().count();
             ts.messages += 1;
@@ -387,7 +408,7 @@ fn run() -> Res<()> {
             for (pi, p) in args.profiles.iter().enumerate() {
                 let cost = |i: usize| store.cost[i][pi];
                 for (bi, &budget) in args.budgets.iter().enumerate() {
-                    let (pack, content, env) = cmp_pack(&store, &q.text, p, budget, &f.now)?;
+                    let (pack, content, env) = cmp_pack(&store, &q.text, p, budget, &f.now, args.embedder.as_deref())?;
                     let base = fill(&base_rank, cost, budget);
                     let base_equal = fill(&base_rank, cost, content);
                     let c = &mut cells[pi][bi];
