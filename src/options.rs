@@ -200,10 +200,13 @@ pub fn parse(text: Option<&str>, allowed: &[&str]) -> Result<Options> {
 impl Options {
     /// The embedding the vector retriever compares with: `query_embedding`, or `task` embedded by
     /// the model in `embedder`.
-    pub fn task_embedding(&self, task: &str) -> Result<Option<Vec<f32>>> {
+    pub fn task_embedding(&self, task: &str) -> Result<Option<std::borrow::Cow<'_, [f32]>>> {
         match &self.embedder {
-            Some(dir) => Ok(Some(crate::embed::Embedder::shared(std::path::Path::new(dir))?.embed_cached(task))),
-            None => Ok(self.query_embedding.clone()),
+            Some(dir) => {
+                let embedder = crate::embed::Embedder::shared(std::path::Path::new(dir))?;
+                Ok(Some(std::borrow::Cow::Owned(embedder.embed_cached(task))))
+            }
+            None => Ok(self.query_embedding.as_deref().map(std::borrow::Cow::Borrowed)),
         }
     }
 }

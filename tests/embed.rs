@@ -35,6 +35,10 @@ fn bad_arguments_and_options_are_named_errors() {
             "cmp_embed: takes 2 arguments (text, embedder), got 1 argument".to_string(),
         ),
         ("SELECT cmp_embed('x', NULL)".into(), "cmp_embed: embedder must be a model folder's path, got NULL".into()),
+        (
+            "SELECT cmp_embed('x', '')".into(),
+            "cmp_embed: embedder must be a model folder's path, got an empty string".into(),
+        ),
         ("SELECT cmp_embed('x', 3)".into(), "cmp_embed: embedder must be text, got an integer".into()),
         ("SELECT cmp_embed(x'00', '/m')".into(), "cmp_embed: text must be text, got a blob".into()),
         ("SELECT cmp_embed('x', '/no/such/folder')".into(), "cmp_embed: embedder cannot open /no/such/folder".into()),

@@ -10,8 +10,12 @@ use rusqlite::types::Value;
 /// `embedder`, as the float32 little-endian blob `cmp_memories.embedding` holds; NULL for NULL text.
 pub fn embed(ctx: &Context<'_>) -> Result<Value> {
     args::arity(ctx, 2, 2, "2 arguments (text, embedder)")?;
-    let Some(dir) = args::opt_text(ctx, 1, "embedder")? else {
-        return Err(Error::invalid("embedder", "must be a model folder's path, got NULL"));
+    let dir = match args::opt_text(ctx, 1, "embedder")? {
+        Some(dir) if !dir.is_empty() => dir,
+        given => {
+            let got = if given.is_some() { "an empty string" } else { "NULL" };
+            return Err(Error::invalid("embedder", format!("must be a model folder's path, got {got}")));
+        }
     };
     let Some(text) = args::opt_text(ctx, 0, "text")? else { return Ok(Value::Null) };
     Ok(Value::Blob(to_blob(&Embedder::shared(std::path::Path::new(&dir))?.embed(&text))))

@@ -299,16 +299,13 @@ pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
     // matches anchor context too (a search by embedding alone stays a pure cosine ranking); the
     // hashing embedder ranks what the retrievers found, context included (recency and rules after).
     let user_first = q.query_embedding.is_some() && !fts.is_empty() && knob("CMP_CTX_VEC", 1.0) > 0.0;
-    let mut vectors = if user_first { Some(vector::rank(conn, q, &task_vec, &mut pool)?) } else { None };
+    let early = if user_first { Some(vector::rank(conn, q, &task_vec, &mut pool)?) } else { None };
     let t = phase("retrieve: context neighbours");
-    let anchors = match &vectors {
-        Some(v) => interleave(&fts, &v.ranking, CONTEXT_ANCHORS),
-        None => fts.clone(),
-    };
-    let context = context::rank(conn, q, &anchors, &mut pool)?;
+    let anchors = early.as_ref().map(|v| interleave(&fts, &v.ranking, CONTEXT_ANCHORS));
+    let context = context::rank(conn, q, anchors.as_deref().unwrap_or(&fts), &mut pool)?;
     drop(t);
     let t = phase("retrieve: hashing embedder");
-    let vectors = match vectors.take() {
+    let vectors = match early {
         Some(v) => v,
         None => vector::rank(conn, q, &task_vec, &mut pool)?,
     };
