@@ -527,3 +527,31 @@ fn the_callers_embedding_anchors_context_when_text_matched() {
     assert!(context("atlas").contains(&next), "the neighbour of the nearest memory {near} is a candidate");
     assert!(context("").is_empty(), "no text matched: no context");
 }
+
+#[test]
+fn a_task_that_names_a_day_finds_what_was_recorded_then() {
+    let conn = open();
+    let at = |t: &str, text: &str| insert_memory(&conn, &Mem::new(text).occurred_at(t).captured_at(t));
+    let yoga_then = at("2026-01-23T08:00:00Z", "Kevin: yoga in the morning, then a long walk");
+    let later_that_day = at("2026-01-23T20:00:00Z", "Kevin: cooked pasta for everyone");
+    let next_morning = at("2026-01-24T09:00:00Z", "Kevin: my legs hurt from yesterday");
+    let yoga_before = at("2026-01-10T08:00:00Z", "Kevin: yoga class was full, so I went running");
+    let week_after = at("2026-01-31T08:00:00Z", "Kevin: nothing much");
+    for t in ["what did Kevin do on 23.01.2026?", "what did Kevin do on January 23?", "Kevin's day on 23 Jan 2026"] {
+        let hits = search(&conn, t);
+        let r = refs(&hits);
+        for m in [&yoga_then, &later_that_day, &next_morning] {
+            let h = hits.iter().find(|h| &h.r#ref == m).unwrap_or_else(|| panic!("{t}: {m} missing from {r:?}"));
+            assert!(h.retrievers().contains(&"dated".to_string()), "{t}: {:?}", h.retrievers());
+        }
+        for m in [&yoga_before, &week_after] {
+            let outside = hits.iter().find(|h| &h.r#ref == m).map(|h| h.retrievers()).unwrap_or_default();
+            assert!(!outside.contains(&"dated".to_string()), "{t}: {m} is outside the span: {outside:?}");
+        }
+    }
+    // Among the matches of "yoga", the one recorded on the named day comes first.
+    let hits = search(&conn, "yoga on 23.01.2026");
+    assert_eq!(hits[0].r#ref, yoga_then);
+    // Without a date the ranking is the text's alone.
+    assert!(search(&conn, "yoga").iter().all(|h| !h.retrievers().contains(&"dated".to_string())));
+}

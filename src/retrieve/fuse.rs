@@ -1,5 +1,5 @@
 //! Fusion: reciprocal rank fusion (k = 60) of the relevance-bearing retrievers' rankings (full text,
-//! vector, entity, context), then the pool turned into candidates with their provenance: fused ones
+//! vector, entity, context, dated), then the pool turned into candidates with their provenance: fused ones
 //! best first, then the recency and hard-rule ones no ranking fused, in their own order.
 
 use super::pool::{Pool, Ranking};
@@ -21,6 +21,8 @@ pub struct Rankings {
     pub named: Ranking,
     /// Context neighbours (relevance-bearing).
     pub context: Ranking,
+    /// Memories recorded on a day or in a month the task names (relevance-bearing).
+    pub dated: Ranking,
     /// Newest memories (no relevance).
     pub recency: Ranking,
     /// Hard rules (no relevance).
@@ -39,14 +41,15 @@ impl Rankings {
             Retriever::Vector => &self.vector,
             Retriever::Entity => &self.entity,
             Retriever::Context => &self.context,
+            Retriever::Dated => &self.dated,
             Retriever::Recency => &self.recency,
             Retriever::Constraints => &self.constraints,
         }
     }
 
     /// The fused rankings, in the order of the fusion weights.
-    fn fused(&self) -> [&[usize]; 4] {
-        [&self.fts, &self.vector, &self.entity, &self.context]
+    fn fused(&self) -> [&[usize]; 5] {
+        [&self.fts, &self.vector, &self.entity, &self.context, &self.dated]
     }
 
     /// What the fused relevance means: the user cosine when the vector ranking is the only one, a
@@ -73,7 +76,7 @@ struct Slot {
 
 /// The output order: the fused rankings (by `weights`) best first, then recency and hard-rule entries
 /// no ranking fused.
-fn slots(pool: &Pool, r: &Rankings, weights: &[f64; 4]) -> Vec<Slot> {
+fn slots(pool: &Pool, r: &Rankings, weights: &[f64; 5]) -> Vec<Slot> {
     let basis = r.basis();
     let fused = rrf_weighted(&r.fused(), weights, |i| pool.id(i).to_string());
     let mut seen = HashSet::new();
@@ -106,7 +109,7 @@ fn matched_terms(pool: &mut Pool, i: usize, terms: &HashSet<&str>) -> Vec<String
 
 /// Fuses `r` (relevance-bearing rankings weighted by `weights`) into the candidates of the pool, with
 /// the retrievers that found each and the stemmed task `terms` each contains.
-pub fn candidates(mut pool: Pool, r: &Rankings, terms: &[String], weights: &[f64; 4]) -> Vec<Candidate> {
+pub fn candidates(mut pool: Pool, r: &Rankings, terms: &[String], weights: &[f64; 5]) -> Vec<Candidate> {
     let order = slots(&pool, r, weights);
     let term_set: HashSet<&str> = terms.iter().map(String::as_str).collect();
     let matched: Vec<Vec<String>> = order.iter().map(|s| matched_terms(&mut pool, s.item, &term_set)).collect();
@@ -240,7 +243,7 @@ mod tests {
             constraints: vec![0],
             ..Rankings::default()
         };
-        let c = candidates(pool, &r, &["word1".to_string()], &[2.0, 0.5, 1.0, 0.5]);
+        let c = candidates(pool, &r, &["word1".to_string()], &[2.0, 0.5, 1.0, 0.5, 4.0]);
         let ids: Vec<&str> = c.iter().map(|c| c.mem.id.as_str()).collect();
         assert_eq!(ids, ["mem_1", "mem_2", "mem_3", "mem_0"]);
         assert_eq!(c[0].retrievers, [Retriever::Fts, Retriever::Entity, Retriever::Recency]);

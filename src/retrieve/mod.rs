@@ -1,5 +1,5 @@
 //! Hybrid retrieval: [`retrieve`] composes one function per retriever (full text, context neighbours,
-//! entity, vector, recency and hard rules), each returning a ranking of one shared candidate pool
+//! entity, the days a task names, vector, recency and hard rules), each returning a ranking of one shared candidate pool
 //! ([`pool`]), and fuses them by weighted reciprocal rank fusion (k = 60, [`fuse`]).
 //!
 //! Every retriever reads through the same eligibility rule ([`crate::store::eligibility`]): one
@@ -7,6 +7,7 @@
 //! captured after the horizon are not yet visible; lexical matches among them are counted as `pending`.
 
 pub mod context;
+pub mod dated;
 pub mod entity;
 pub mod fts;
 pub mod fuse;
@@ -54,6 +55,8 @@ pub enum Retriever {
     Entity,
     /// Memories recorded right around a strong full-text match.
     Context,
+    /// Memories recorded on a day or in a month the task names.
+    Dated,
     /// The newest memories.
     Recency,
     /// Hard rules (kind `negative`).
@@ -62,11 +65,12 @@ pub enum Retriever {
 
 impl Retriever {
     /// Every retriever, in the order `why.retrievers` lists them.
-    pub const ALL: [Retriever; 6] = [
+    pub const ALL: [Retriever; 7] = [
         Retriever::Fts,
         Retriever::Vector,
         Retriever::Entity,
         Retriever::Context,
+        Retriever::Dated,
         Retriever::Recency,
         Retriever::Constraints,
     ];
@@ -78,6 +82,7 @@ impl Retriever {
             Retriever::Vector => "vector",
             Retriever::Entity => "entity",
             Retriever::Context => "context",
+            Retriever::Dated => "dated",
             Retriever::Recency => "recency",
             Retriever::Constraints => "constraints",
         }
@@ -107,13 +112,14 @@ impl Basis {
 }
 
 /// Weights of the fused rankings in reciprocal rank fusion, in the order fts, vector, entity,
-/// context. A word of the task found in a memory is the strongest evidence there is; the built-in
+/// context, dated. A word of the task found in a memory is the strongest evidence there is; the built-in
 /// hashing embedder only re-ranks what was found, so it counts half. Measured on LoCoMo and
 /// realtalk-dev alike (BENCHMARKS.md, "Fusion weights" and "Common entities"): with equal weights a
 /// memory that matches a rare word of the task lost to its neighbours, which collect votes from every
 /// other ranking; full text counts 4 since a common entity (a chat's speaker) no longer votes for every
-/// match that names it, which had doubled as a full-text vote.
-pub const FUSION_WEIGHTS: [f64; 4] = [4.0, 0.5, 1.0, 0.5];
+/// match that names it, which had doubled as a full-text vote. A memory recorded on the day a task
+/// names counts as much as a full-text match (BENCHMARKS.md, "Dated tasks").
+pub const FUSION_WEIGHTS: [f64; 5] = [4.0, 0.5, 1.0, 0.5, 4.0];
 
 /// Weight of the vector ranking when the caller's embedding drives it (`query_embedding` or the
 /// `embedder` option) instead of the hashing embedder: a real sentence model finds what shares no
@@ -123,11 +129,17 @@ pub const USER_VECTOR_WEIGHT: f64 = 2.0;
 
 /// The fusion weights in force: [`FUSION_WEIGHTS`] (the vector weight [`USER_VECTOR_WEIGHT`] for
 /// the caller's embedding), or, in a build with the `eval-knobs` feature (evaluation only),
-/// `CMP_W_FTS`, `CMP_W_VEC`, `CMP_W_ENT`, `CMP_W_CTX` from the environment.
-fn fusion_weights(user_vector: bool) -> [f64; 4] {
+/// `CMP_W_FTS`, `CMP_W_VEC`, `CMP_W_ENT`, `CMP_W_CTX`, `CMP_W_DATED` from the environment.
+fn fusion_weights(user_vector: bool) -> [f64; 5] {
     let d = FUSION_WEIGHTS;
     let vector = if user_vector { USER_VECTOR_WEIGHT } else { d[1] };
-    [knob("CMP_W_FTS", d[0]), knob("CMP_W_VEC", vector), knob("CMP_W_ENT", d[2]), knob("CMP_W_CTX", d[3])]
+    [
+        knob("CMP_W_FTS", d[0]),
+        knob("CMP_W_VEC", vector),
+        knob("CMP_W_ENT", d[2]),
+        knob("CMP_W_CTX", d[3]),
+        knob("CMP_W_DATED", d[4]),
+    ]
 }
 
 /// A tuned constant in force: `value`, or, in a build with the `eval-knobs` feature (evaluation
@@ -304,6 +316,9 @@ pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
     let anchors = early.as_ref().map(|v| interleave(&fts, &v.ranking, CONTEXT_ANCHORS));
     let context = context::rank(conn, q, anchors.as_deref().unwrap_or(&fts), &mut pool)?;
     drop(t);
+    let t = phase("retrieve: dated");
+    let dated = dated::rank(conn, q, &fts, &mut pool)?;
+    drop(t);
     let t = phase("retrieve: hashing embedder");
     let vectors = match early {
         Some(v) => v,
@@ -321,6 +336,7 @@ pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
         entity: entity_ranking,
         named: entities.named,
         context,
+        dated,
         recency,
         constraints,
         cosine: vectors.cosine,
@@ -406,7 +422,7 @@ mod tests {
     #[test]
     fn names_follow_the_documented_order() {
         let names: Vec<&str> = Retriever::ALL.iter().map(|r| r.name()).collect();
-        assert_eq!(names, ["fts", "vector", "entity", "context", "recency", "constraints"]);
+        assert_eq!(names, ["fts", "vector", "entity", "context", "dated", "recency", "constraints"]);
         assert_eq!([Basis::Rrf.name(), Basis::Rank.name(), Basis::Cosine.name()], ["rrf", "rank", "cosine"]);
     }
 

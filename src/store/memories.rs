@@ -298,6 +298,28 @@ pub fn around(conn: &Connection, r: Reader<'_>, m: &Memory, k: usize, window: f6
     Ok(out)
 }
 
+/// Up to `limit` eligible, visible memories recorded (occurred_at, else captured_at) from `from`
+/// (inclusive) to `to` (exclusive), compared as text (ISO-8601 times in one zone sort by time), in
+/// time order, then insertion order.
+pub fn recorded_between(
+    conn: &Connection,
+    r: Reader<'_>,
+    from: &str,
+    to: &str,
+    limit: usize,
+) -> rusqlite::Result<Vec<Memory>> {
+    let sql = format!(
+        "SELECT {MEMORY_COLS} FROM cmp_memories AS m
+         WHERE m.scope = :scope AND coalesce(m.occurred_at, m.captured_at) >= :from
+           AND coalesce(m.occurred_at, m.captured_at) < :to AND {} AND {VISIBLE}
+         ORDER BY coalesce(m.occurred_at, m.captured_at), m.rid LIMIT {limit}",
+        r.eligible()
+    );
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(named_params! {":scope": r.scope, ":from": from, ":to": to, ":h": r.h}, memory_from_row)?;
+    rows.collect()
+}
+
 /// Up to `k` memories at the instant `when` before (`<`) or after (`>`) `rid`, closest first.
 fn same_instant(
     conn: &Connection,
