@@ -133,6 +133,18 @@ struct Conversation {
     questions: Vec<Question>,
 }
 
+/// How many of the first `per` questions of categories 1–4 of each conversation name a day or a month
+/// (cmp's dated retriever reads them).
+fn dated_questions(convs: &[Conversation], per: usize) -> usize {
+    let mut n = 0;
+    for c in convs {
+        let now = cmp::time::parse(&c.now).unwrap_or(0.0);
+        let named = |q: &&Question| !cmp::retrieve::dated::named(&q.text, now).is_empty();
+        n += c.questions.iter().take(per).filter(|q| (1..=4).contains(&q.category)).filter(named).count();
+    }
+    n
+}
+
 /// Evidence ids read, and what could not be resolved.
 #[derive(Debug, Default)]
 struct Stats {
@@ -568,9 +580,10 @@ fn run() -> Res<()> {
         };
         let take = a.conversations.unwrap_or(convs.len()).min(convs.len());
         let nq: usize = convs[..take].iter().map(|c| a.questions.unwrap_or(usize::MAX).min(c.questions.len())).sum();
+        let dated = dated_questions(&convs[..take], a.questions.unwrap_or(usize::MAX));
         println!(
-            "dataset {ds}: {take} conversations, {nq} questions (evidence ids {}: {} unresolvable skipped, {} questions without evidence)",
-            stats.ids, stats.skipped, stats.questions_without_evidence
+            "dataset {ds}: {take} conversations, {nq} questions (evidence ids {}: {} unresolvable skipped, {} questions without evidence; {} of categories 1–4 name a day or a month)",
+            stats.ids, stats.skipped, stats.questions_without_evidence, dated
         );
         loaded.push((ds.clone(), convs.into_iter().take(take).collect::<Vec<_>>()));
     }
