@@ -11,11 +11,13 @@ use rusqlite::Connection;
 /// anchors themselves get no vote here: they already matched, and in a conversation every strong
 /// match is some other match's neighbour, so counting that would outvote the text.
 pub fn rank(conn: &Connection, q: &Query<'_>, fts: &[usize], pool: &mut Pool) -> rusqlite::Result<Ranking> {
-    let anchors: Vec<usize> = fts.iter().copied().take(CONTEXT_ANCHORS).collect();
+    let n_anchors = super::knob("CMP_CTX_ANCHORS", CONTEXT_ANCHORS as f64) as usize;
+    let k = super::knob("CMP_CTX_N", CONTEXT_NEIGHBOURS as f64) as usize;
+    let anchors: Vec<usize> = fts.iter().copied().take(n_anchors).collect();
     let mut ranking = Vec::new();
     for &a in &anchors {
         let m = pool.mems[a].clone();
-        for n in crate::store::memories::around(conn, q.reader(), &m, CONTEXT_NEIGHBOURS, CONTEXT_WINDOW_SECS)? {
+        for n in crate::store::memories::around(conn, q.reader(), &m, k, CONTEXT_WINDOW_SECS)? {
             let i = pool.add(n);
             if !ranking.contains(&i) && !anchors.contains(&i) {
                 ranking.push(i);

@@ -34,10 +34,11 @@ pub const VECTOR_LIMIT: usize = 200;
 /// Newest memories offered by the recency retriever.
 pub const RECENCY_LIMIT: usize = 10;
 
-/// Strongest full-text matches whose neighbours in time are offered as context.
-pub const CONTEXT_ANCHORS: usize = 8;
+/// Strongest full-text matches whose neighbours in time are offered as context (the neighbours of
+/// weaker matches diluted the context ranking: BENCHMARKS.md, "Context neighbours").
+pub const CONTEXT_ANCHORS: usize = 4;
 /// Neighbours taken on each side of an anchor.
-pub const CONTEXT_NEIGHBOURS: usize = 2;
+pub const CONTEXT_NEIGHBOURS: usize = 3;
 /// Neighbours further apart than this (seconds) are not context.
 pub const CONTEXT_WINDOW_SECS: f64 = 3600.0;
 
@@ -119,7 +120,7 @@ impl Basis {
 /// other ranking; full text counts 4 since a common entity (a chat's speaker) no longer votes for every
 /// match that names it, which had doubled as a full-text vote. A memory recorded on the day a task
 /// names counts as much as a full-text match (BENCHMARKS.md, "Dated tasks").
-pub const FUSION_WEIGHTS: [f64; 5] = [4.0, 0.5, 1.0, 0.5, 4.0];
+pub const FUSION_WEIGHTS: [f64; 5] = [4.0, 0.5, 1.0, 0.75, 4.0];
 
 /// Weight of the vector ranking when the caller's embedding drives it (`query_embedding` or the
 /// `embedder` option) instead of the hashing embedder: a real sentence model finds what shares no
