@@ -21,6 +21,9 @@ pub const BEFORE_SECS: f64 = 12.0 * 3600.0;
 pub const AFTER_SECS: f64 = 48.0 * 3600.0;
 /// Most spans read from one task.
 pub const MAX_SPANS: usize = 4;
+/// Most date expressions read from one task (valid or not), so a flood of dates costs no more than a
+/// few.
+pub const MAX_READ: usize = 16;
 /// Most memories read from a named day that matched no task word.
 pub const DAY_LIMIT: usize = 100;
 
@@ -97,7 +100,7 @@ pub fn named(task: &str, horizon: Epoch) -> Vec<Named> {
     let mut out = Vec::new();
     for (form, re) in patterns() {
         for c in re.captures_iter(task) {
-            if out.len() == MAX_SPANS {
+            if out.len() == MAX_SPANS || taken.len() == MAX_READ {
                 return out;
             }
             let whole = c.get(0).map_or((0, 0), |m| (m.start(), m.end()));
@@ -134,9 +137,8 @@ pub fn named(task: &str, horizon: Epoch) -> Vec<Named> {
                     None => month(num(1), num(2), horizon).into_iter().collect(),
                 },
             };
-            if !found.is_empty() {
-                taken.push(whole);
-            }
+            // Text a pattern read is a date, valid or not: no later pattern reads it again.
+            taken.push(whole);
             for n in found {
                 if out.len() < MAX_SPANS && !out.contains(&n) {
                     out.push(n);
@@ -276,6 +278,16 @@ mod tests {
         for task in ["what did they cook", "I may go", "the 2024 plan", "room 12.5", "31.02.2024", "13/13/2024", ""] {
             assert!(days(task).is_empty(), "{task}");
         }
+    }
+
+    #[test]
+    fn edge_dates_and_floods_of_dates_are_read_safely() {
+        assert_eq!(days("on 9999-12-31 and 0001-01-01"), ["9999-12-31", "0001-01-01"]);
+        assert!(days("in December 9999, 0000-01-01, 10000-01-01").is_empty());
+        let flood = "on 23.01.2024 ".repeat(50_000) + &"99.99.9999 ".repeat(50_000);
+        assert_eq!(days(&flood), ["2024-01-23"]);
+        let many: String = (1..=28).map(|d| format!("{d}.01.2024 ")).collect();
+        assert_eq!(named(&many, 0.0).len(), MAX_SPANS);
     }
 
     #[test]
