@@ -554,4 +554,18 @@ fn a_task_that_names_a_day_finds_what_was_recorded_then() {
     assert_eq!(hits[0].r#ref, yoga_then);
     // Without a date the ranking is the text's alone.
     assert!(search(&conn, "yoga").iter().all(|h| !h.retrievers().contains(&"dated".to_string())));
+    // The day's memories of another scope, redacted ones and ones captured after `now` never come.
+    let t = "2026-01-23T12:00:00Z";
+    let other = insert_memory(&conn, &Mem::new("the other scope's day").occurred_at(t).captured_at(t).scope("work"));
+    let hidden = insert_memory(&conn, &Mem::new("a secret of that day").occurred_at(t).captured_at(t));
+    conn.execute("UPDATE cmp_memories SET redacted = 1 WHERE id = ?1", [&hidden]).expect("redact");
+    let late = insert_memory(
+        &conn,
+        &Mem::new("written later about that day").occurred_at(t).captured_at("2026-07-01T00:00:00Z"),
+    );
+    let r = refs(&search(&conn, "what happened on 23.01.2026?"));
+    assert!(r.contains(&later_that_day), "{r:?}");
+    for m in [&other, &hidden, &late] {
+        assert!(!r.contains(m), "{m} surfaced: {r:?}");
+    }
 }
