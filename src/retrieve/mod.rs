@@ -118,11 +118,11 @@ impl Basis {
 /// realtalk-dev alike (BENCHMARKS.md, "Fusion weights" and "Common entities"): with equal weights a
 /// memory that matches a rare word of the task lost to its neighbours, which collect votes from every
 /// other ranking; full text counts 4 since a common entity (a chat's speaker) no longer votes for every
-/// match that names it, which had doubled as a full-text vote. Context counts 0.75 since it offers
-/// the neighbours of the 4 strongest matches only (BENCHMARKS.md, "Context neighbours"). A memory
+/// match that names it, which had doubled as a full-text vote. Context counts half: its neighbours
+/// share no evidence with the task but their time (BENCHMARKS.md, "Context neighbours"). A memory
 /// recorded on the day a task names counts as much as a full-text match (BENCHMARKS.md, "Dated
 /// tasks").
-pub const FUSION_WEIGHTS: [f64; 5] = [4.0, 0.5, 1.0, 0.75, 4.0];
+pub const FUSION_WEIGHTS: [f64; 5] = [4.0, 0.5, 1.0, 0.5, 4.0];
 
 /// Weight of the vector ranking when the caller's embedding drives it (`query_embedding` or the
 /// `embedder` option) instead of the hashing embedder: a real sentence model finds what shares no
