@@ -219,8 +219,9 @@ pub fn rank(conn: &Connection, q: &Query<'_>, fts: &[usize], pool: &mut Pool) ->
     let day_limit = super::knob("CMP_DATED_DAY", DAY_LIMIT as f64) as usize;
     for n in named.iter().filter(|n| n.day && day_limit > 0) {
         let (s, e) = n.span();
-        // Read a day wider on each side by text order, then keep what parses into the span.
-        let (from, to) = (time::format(s - DAY), time::format(e + DAY));
+        // The span's bounds as text (a wider read would spend the limit outside the span on a busy
+        // store); what the text order lets in is then kept only if it parses into the span.
+        let (from, to) = (time::format(s), time::format(e));
         for m in crate::store::memories::recorded_between(conn, q.reader(), &from, &to, day_limit)? {
             if inside(time::parse(m.occurred_at.as_deref().unwrap_or(&m.captured_at))) {
                 let i = pool.add(m);
@@ -288,6 +289,19 @@ mod tests {
         assert_eq!(days(&flood), ["2024-01-23"]);
         let many: String = (1..=28).map(|d| format!("{d}.01.2024 ")).collect();
         assert_eq!(named(&many, 0.0).len(), MAX_SPANS);
+    }
+
+    #[test]
+    fn a_busy_day_before_the_span_does_not_use_up_the_days_limit() {
+        let conn = open();
+        for i in 0..DAY_LIMIT + 20 {
+            add(&conn, &format!("mem_before_{i}"), "another note", "2024-01-21T18:00:00Z", "episodic", "[]");
+        }
+        add(&conn, "mem_day", "lunch with the team", "2024-01-23T12:00:00Z", "episodic", "[]");
+        let q = query("what happened on 23.01.2024?");
+        let mut pool = Pool::default();
+        let r = rank(&conn, &q, &[], &mut pool).expect("dated");
+        assert_eq!(ids(&pool, &r), ["mem_day"]);
     }
 
     #[test]
