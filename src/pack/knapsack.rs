@@ -34,6 +34,50 @@ struct Entry {
     max_sim: f64,
 }
 
+/// The word sets of admitted items, indexed by word. The highest Jaccard of a set with any of them
+/// is computed from the sets that share a word with it (a set that shares none scores 0), the same
+/// value [`text::jaccard`] gives, without comparing the set with every admitted one.
+#[derive(Default)]
+struct Taken {
+    /// Word → the admitted sets that hold it (indexes into `lens`).
+    by_word: HashMap<u64, Vec<u32>, text::FnvBuild>,
+    /// The size of each admitted set.
+    lens: Vec<usize>,
+    /// Words each admitted set shares with the set being scored (all zero between calls).
+    shared: Vec<u32>,
+}
+
+impl Taken {
+    /// Adds the word set of an admitted item (sorted and deduplicated, as [`text::word_set`] gives).
+    fn push(&mut self, set: &[u64]) {
+        let k = self.lens.len() as u32;
+        for &w in set {
+            self.by_word.entry(w).or_default().push(k);
+        }
+        self.lens.push(set.len());
+        self.shared.push(0);
+    }
+
+    /// The highest [`text::jaccard`] of `set` with an admitted set; 0 when there is none.
+    fn max_jaccard(&mut self, set: &[u64]) -> f64 {
+        let mut touched: Vec<u32> = Vec::new();
+        for w in set {
+            for &k in self.by_word.get(w).map_or(&[][..], Vec::as_slice) {
+                if self.shared[k as usize] == 0 {
+                    touched.push(k);
+                }
+                self.shared[k as usize] += 1;
+            }
+        }
+        let mut best = 0.0f64;
+        for k in touched {
+            let inter = std::mem::take(&mut self.shared[k as usize]) as usize;
+            best = best.max(inter as f64 / (self.lens[k as usize] + set.len() - inter) as f64);
+        }
+        best
+    }
+}
+
 struct Sequence<'a> {
     items: &'a [Item],
     p: Params<'a>,
@@ -45,7 +89,7 @@ struct Sequence<'a> {
     /// Admitted items that still have upgrades.
     growing: Vec<usize>,
     /// Word sets of admitted items.
-    taken: Vec<Vec<u64>>,
+    taken: Taken,
     /// Word sets, computed when an item is first compared.
     sets: Vec<Option<Vec<u64>>>,
     first: Option<Step>,
@@ -88,7 +132,7 @@ impl Sequence<'_> {
                 e.max_sim = e.max_sim.max(sim);
             }
         }
-        self.taken.push(set);
+        self.taken.push(&set);
         let Some(e) = self.entries[idx].as_mut() else { return };
         let full_left: usize = e.upgrades.iter().map(|s| s.cost).sum();
         let m = 1.0 - MMR_PENALTY * e.max_sim;
@@ -101,7 +145,7 @@ impl Sequence<'_> {
     /// Brings a waiting item up to date with everything admitted before it became a queue head.
     fn refresh(&mut self, j: usize) {
         let own = self.set(j).to_vec();
-        let sim = self.taken.iter().map(|t| text::jaccard(t, &own)).fold(0.0, f64::max);
+        let sim = self.taken.max_jaccard(&own);
         if let Some(e) = self.entries[j].as_mut() {
             e.max_sim = e.max_sim.max(sim);
         }
@@ -234,7 +278,7 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
         entries,
         queues,
         growing: Vec::new(),
-        taken: Vec::new(),
+        taken: Taken::default(),
         sets,
         first,
     };
@@ -332,6 +376,22 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The indexed highest Jaccard is the one a comparison with every admitted set gives.
+        #[test]
+        fn taken_scores_as_comparing_with_every_set(
+            sets in prop::collection::vec(prop::collection::btree_set(0u64..40, 0..12), 0..20),
+            probe in prop::collection::btree_set(0u64..40, 0..12),
+        ) {
+            let sets: Vec<Vec<u64>> = sets.into_iter().map(|s| s.into_iter().collect()).collect();
+            let probe: Vec<u64> = probe.into_iter().collect();
+            let mut taken = Taken::default();
+            for (n, s) in sets.iter().enumerate() {
+                taken.push(s);
+                let all = sets[..=n].iter().map(|t| text::jaccard(t, &probe)).fold(0.0, f64::max);
+                prop_assert_eq!(taken.max_jaccard(&probe).to_bits(), all.to_bits());
+            }
+        }
 
         /// The knapsack never exceeds its room, whatever the candidates and the reserve.
         #[test]
