@@ -16,7 +16,7 @@ pub fn all(conn: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
 
 /// The largest rid of `cmp_memories` (0 when empty): an O(log n) stand-in for the row count.
 pub fn max_rid(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT coalesce(max(rid), 0) FROM cmp_memories", [], |r| r.get(0))
+    conn.prepare_cached("SELECT coalesce(max(rid), 0) FROM cmp_memories")?.query_row([], |r| r.get(0))
 }
 
 /// How many memories link to `entity`, counted up to `cap` (a count of `cap` means "at least").

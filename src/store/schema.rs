@@ -78,7 +78,8 @@ pub fn init(conn: &Connection) -> Result<i64> {
 
 /// A value from `cmp_meta`, or None (also when the schema is missing).
 pub fn meta(conn: &Connection, key: &str) -> Option<String> {
-    conn.query_row("SELECT value FROM cmp_meta WHERE key = ?1", [key], |r| r.get(0)).optional().ok().flatten()
+    let mut st = conn.prepare_cached("SELECT value FROM cmp_meta WHERE key = ?1").ok()?;
+    st.query_row([key], |r| r.get(0)).optional().ok().flatten()
 }
 
 /// True when `cmp_init()` has run on this database.
@@ -130,12 +131,13 @@ pub fn sqlite_version(conn: &Connection) -> rusqlite::Result<String> {
 /// This database's id and the generation of its entity set (0 before any entity), which key the
 /// entity gazetteer cache.
 pub fn entity_generation(conn: &Connection) -> rusqlite::Result<(String, i64)> {
-    conn.query_row(
+    conn.prepare_cached(
         "SELECT (SELECT value FROM cmp_meta WHERE key = 'db_id'),
                 (SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'entity_gen')",
-        [],
-        |r| Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
-    )
+    )?
+    .query_row([], |r| {
+        Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), r.get::<_, Option<i64>>(1)?.unwrap_or(0)))
+    })
 }
 
 /// Errors clearly when `cmp_init()` has not run on this database, or ran with an older version.

@@ -34,12 +34,9 @@ pub fn put_pin(conn: &Connection, sha: &str, bytes: &str, at: &str) -> crate::er
 
 /// Loads a session's state (None when the session has not started).
 pub fn load_session(conn: &Connection, session_id: &str, scope: &str) -> rusqlite::Result<Option<String>> {
-    conn.query_row(
-        "SELECT state FROM cmp_sessions WHERE session_id = ?1 AND scope = ?2",
-        params![session_id, scope],
-        |r| r.get(0),
-    )
-    .optional()
+    conn.prepare_cached("SELECT state FROM cmp_sessions WHERE session_id = ?1 AND scope = ?2")?
+        .query_row(params![session_id, scope], |r| r.get(0))
+        .optional()
 }
 
 /// Stores a session's state if nobody advanced it since it was read (compare-and-swap on the
@@ -58,16 +55,18 @@ pub fn save_session(
     at: &str,
 ) -> rusqlite::Result<bool> {
     let n = match expected {
-        None => conn.execute(
-            "INSERT INTO cmp_sessions(session_id, scope, turn, cursor, state, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT(session_id, scope) DO NOTHING",
-            params![session_id, scope, turn, cursor, state, at],
-        )?,
-        Some(old) => conn.execute(
-            "UPDATE cmp_sessions SET turn = ?3, cursor = ?4, state = ?5, updated_at = ?6
-             WHERE session_id = ?1 AND scope = ?2 AND cursor = ?7",
-            params![session_id, scope, turn, cursor, state, at, old],
-        )?,
+        None => conn
+            .prepare_cached(
+                "INSERT INTO cmp_sessions(session_id, scope, turn, cursor, state, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(session_id, scope) DO NOTHING",
+            )?
+            .execute(params![session_id, scope, turn, cursor, state, at])?,
+        Some(old) => conn
+            .prepare_cached(
+                "UPDATE cmp_sessions SET turn = ?3, cursor = ?4, state = ?5, updated_at = ?6
+                 WHERE session_id = ?1 AND scope = ?2 AND cursor = ?7",
+            )?
+            .execute(params![session_id, scope, turn, cursor, state, at, old])?,
     };
     Ok(n == 1)
 }
