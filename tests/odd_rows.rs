@@ -804,6 +804,34 @@ fn content_that_is_not_valid_text() {
     assert!(seen.found("mem_0dd000000u02"));
 }
 
+/// Invalid UTF-8 where cmp reads names and tasks: a memory's `entities` (the gazetteer reads every
+/// entity name, of every scope) and an open task's title, entities and due date. Each is read with
+/// U+FFFD replacements: one such row, even in another scope, never fails a read.
+#[test]
+fn entities_and_tasks_that_are_not_valid_text() {
+    let conn = base();
+    raw(
+        &conn,
+        "id, content, captured_at, entities, scope",
+        "'mem_0dd000000u03', 'hello', '2026-05-31T00:00:00Z', CAST(x'5b224174c3' AS TEXT) || '\"]', 'other'",
+    );
+    raw(
+        &conn,
+        "id, content, captured_at, entities",
+        "'mem_0dd000000u04', 'Orion badges arrive', '2026-05-31T00:00:00Z', CAST(x'5b224f72c3' AS TEXT) || '\"]'",
+    );
+    conn.execute(
+        "INSERT INTO cmp_tasks(title, entities, due_at) VALUES (CAST(x'4f72696f6ec3' AS TEXT),
+         CAST(x'5b224174c3' AS TEXT) || '\"]', CAST(x'323032c3' AS TEXT))",
+        [],
+    )
+    .expect("task");
+    let seen = run_everything(&conn, "orion badges", json!({}), &["mem_0dd000000u04"]);
+    assert!(seen.found("mem_0dd000000u04"));
+    let other = run_everything(&conn, "hello", json!({"scope": "other"}), &["mem_0dd000000u03"]);
+    assert!(other.found("mem_0dd000000u03"));
+}
+
 /// Ids that are not `mem_` + 12 hex: any text works as a ref (cited, expanded, held by a session);
 /// an integer id is stored as its text (TEXT affinity).
 #[test]

@@ -3,14 +3,14 @@
 //! linked to entities, read through the eligibility rule.
 
 use super::eligibility::{Reader, VISIBLE};
-use super::memories::{memory_from_row, Memory, MEMORY_COLS};
+use super::memories::{lossy, memory_from_row, Memory, MEMORY_COLS};
 use rusqlite::{named_params, Connection};
 use std::collections::HashSet;
 
 /// Every entity: (id, name).
 pub fn all(conn: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
     let mut st = conn.prepare_cached("SELECT id, name FROM cmp_entities")?;
-    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, lossy(r, 1).unwrap_or_default())))?;
     rows.collect()
 }
 
@@ -76,7 +76,7 @@ pub fn of_memory(conn: &Connection, rid: i64) -> rusqlite::Result<Vec<(i64, Stri
         "SELECT e.id, e.name FROM cmp_memory_entities AS l JOIN cmp_entities AS e ON e.id = l.entity_id
          WHERE l.rid = ?1 ORDER BY e.name",
     )?;
-    let rows = st.query_map([rid], |x| Ok((x.get(0)?, x.get(1)?)))?;
+    let rows = st.query_map([rid], |x| Ok((x.get(0)?, lossy(x, 1).unwrap_or_default())))?;
     rows.collect()
 }
 

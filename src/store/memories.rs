@@ -52,14 +52,7 @@ pub fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<Memory> {
 /// [`memory_from_row`] for the 14 columns starting at column `o`.
 pub fn memory_from_row_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Memory> {
     use rusqlite::types::ValueRef;
-    let text = |i: usize| -> Option<String> {
-        match r.get_ref(o + i) {
-            Ok(ValueRef::Text(t)) => Some(String::from_utf8_lossy(t).into_owned()),
-            Ok(ValueRef::Integer(n)) => Some(n.to_string()),
-            Ok(ValueRef::Real(f)) => Some(f.to_string()),
-            _ => None,
-        }
-    };
+    let text = |i: usize| lossy(r, o + i);
     let real = |i: usize| -> Option<f64> {
         match r.get_ref(o + i) {
             Ok(ValueRef::Real(f)) if f.is_finite() => Some(f),
@@ -106,6 +99,18 @@ pub fn parse_entities(json: &str) -> Vec<String> {
 }
 
 /// A text column, or "" for NULL, blobs and numbers (a scope that is not text matches no scope).
+/// Column `i` as text, whatever a plain-SQL write stored there: text (invalid UTF-8 replaced, so
+/// one bad row never fails a read), a number as written, None for NULL or a blob.
+pub(super) fn lossy(r: &Row<'_>, i: usize) -> Option<String> {
+    use rusqlite::types::ValueRef;
+    match r.get_ref(i) {
+        Ok(ValueRef::Text(t)) => Some(String::from_utf8_lossy(t).into_owned()),
+        Ok(ValueRef::Integer(n)) => Some(n.to_string()),
+        Ok(ValueRef::Real(f)) => Some(f.to_string()),
+        _ => None,
+    }
+}
+
 pub(super) fn text_or_empty(r: &Row<'_>, i: usize) -> String {
     match r.get_ref(i) {
         Ok(rusqlite::types::ValueRef::Text(t)) => String::from_utf8_lossy(t).into_owned(),

@@ -1,5 +1,6 @@
 //! The `cmp_tasks` table: open tasks (the open_loops layer), a task by id, which ids are tasks.
 
+use super::memories::lossy;
 use rusqlite::{params, Connection, OptionalExtension};
 
 /// One task row.
@@ -26,7 +27,13 @@ pub fn open(conn: &Connection, scope: &str, limit: usize) -> rusqlite::Result<Ve
          ORDER BY due_at IS NULL, due_at, id LIMIT {limit}"
     ))?;
     let rows = st.query_map([scope], |r| {
-        Ok(Task { id: r.get(0)?, title: r.get(1)?, status: None, due_at: r.get(2)?, entities: r.get(3)? })
+        Ok(Task {
+            id: lossy(r, 0).unwrap_or_default(),
+            title: lossy(r, 1),
+            status: None,
+            due_at: lossy(r, 2),
+            entities: lossy(r, 3),
+        })
     })?;
     rows.collect()
 }
@@ -36,7 +43,15 @@ pub fn by_id(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<Optio
     conn.query_row(
         "SELECT id, title, status, due_at, entities FROM cmp_tasks WHERE id = ?1 AND scope = ?2",
         params![id, scope],
-        |r| Ok(Task { id: r.get(0)?, title: r.get(1)?, status: r.get(2)?, due_at: r.get(3)?, entities: r.get(4)? }),
+        |r| {
+            Ok(Task {
+                id: lossy(r, 0).unwrap_or_default(),
+                title: lossy(r, 1),
+                status: lossy(r, 2),
+                due_at: lossy(r, 3),
+                entities: lossy(r, 4),
+            })
+        },
     )
     .optional()
 }
@@ -45,6 +60,6 @@ pub fn by_id(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<Optio
 pub fn existing(conn: &Connection, ids: &str, scope: &str) -> rusqlite::Result<Vec<String>> {
     let mut st =
         conn.prepare_cached("SELECT id FROM cmp_tasks WHERE id IN (SELECT value FROM json_each(?1)) AND scope = ?2")?;
-    let rows = st.query_map(params![ids, scope], |r| r.get(0))?;
+    let rows = st.query_map(params![ids, scope], |r| Ok(lossy(r, 0).unwrap_or_default()))?;
     rows.collect()
 }

@@ -362,7 +362,11 @@ pub fn assert_integrity(conn: &Connection) {
 
 fn links(conn: &Connection, sql: &str) -> Vec<(String, i64)> {
     let mut st = conn.prepare(sql).expect("prepare link query");
-    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+    // Names as stored, invalid UTF-8 replaced (plain SQL can store any bytes as text).
+    let name = |r: &rusqlite::Row<'_>| -> rusqlite::Result<String> {
+        Ok(String::from_utf8_lossy(r.get_ref(0)?.as_bytes().unwrap_or_default()).into_owned())
+    };
+    st.query_map([], |r| Ok((name(r)?, r.get(1)?)))
         .expect("run link query")
         .collect::<rusqlite::Result<_>>()
         .expect("read links")
