@@ -59,6 +59,11 @@ impl Error {
         Error::Usage(msg.to_string())
     }
 
+    /// What a panic inside a function becomes at the SQL boundary.
+    pub fn panicked() -> Error {
+        Error::Internal("internal error (panic caught); please report it".into())
+    }
+
     /// This error as raised by the SQL function `function` (the text SQL shows).
     pub fn in_function(self, function: &'static str) -> FunctionError {
         FunctionError { function, error: self }
@@ -118,10 +123,13 @@ pub struct FunctionError {
 
 impl fmt::Display for FunctionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.error {
-            Error::Sql(rusqlite::Error::UserFunctionError(inner)) => inner.fmt(f),
-            e => write!(f, "{}: {e}", self.function),
-        }
+        let text = match &self.error {
+            Error::Sql(rusqlite::Error::UserFunctionError(inner)) => inner.to_string(),
+            e => format!("{}: {e}", self.function),
+        };
+        // SQLite takes the message as a C string: with a NUL byte in it (from a value the caller
+        // gave) rusqlite could not pass it on and would raise a bare "constraint failed" instead.
+        f.write_str(&text.replace('\0', "\\0"))
     }
 }
 
@@ -157,5 +165,24 @@ mod tests {
         assert_eq!(outer.to_string(), "cmp_expand: ref must not be NULL");
         let sql = Error::from(rusqlite::Error::QueryReturnedNoRows).in_function("cmp_query");
         assert_eq!(sql.to_string(), format!("cmp_query: {}", rusqlite::Error::QueryReturnedNoRows));
+    }
+
+    #[test]
+    fn a_nul_byte_in_a_message_is_written_out() {
+        // SQLite takes the message as a C string; rusqlite would otherwise raise "constraint failed".
+        let e = Error::invalid("embedder", "cannot open \"a\0b\"").in_function("cmp_embed");
+        assert_eq!(e.to_string(), "cmp_embed: embedder cannot open \"a\\0b\"");
+    }
+
+    #[test]
+    fn every_scalar_names_itself_in_errors_of_arity_bad_input_and_panics() {
+        let conn = rusqlite::Connection::open_in_memory().expect("open");
+        crate::register(&conn).expect("register");
+        let err = |sql: &str| conn.query_row(sql, [], |_| Ok(())).expect_err(sql).to_string();
+        assert_eq!(err("SELECT cmp_version(1)"), "cmp_version: takes no arguments, got 1 argument");
+        assert_eq!(err("SELECT cmp_debug(1, 2)"), "cmp_debug: takes no arguments, got 2 arguments");
+        assert!(err("SELECT cmp_embed('atlas', 'a' || char(0) || 'b')").starts_with("cmp_embed: "));
+        assert!(err("SELECT cmp_context('atlas', NULL, NULL, NULL, '{\"embedder\":\"x\\u0000y\"}')")
+            .starts_with("cmp_context: "));
     }
 }

@@ -60,8 +60,8 @@ macro_rules! scalar {
 /// The SQL scalar functions: (name, number of arguments (-1 = variadic), flags, adapter).
 fn scalars() -> Vec<(&'static str, i32, FunctionFlags, Scalar)> {
     vec![
-        ("cmp_version", 0, PURE, scalar!(functions::admin::version)),
-        ("cmp_debug", 0, STATEFUL, scalar!(functions::admin::debug)),
+        ("cmp_version", -1, PURE, scalar!(functions::admin::version)),
+        ("cmp_debug", -1, STATEFUL, scalar!(functions::admin::debug)),
         ("cmp_init", -1, STATEFUL, scalar!(functions::admin::init)),
         ("cmp_flush", -1, STATEFUL, scalar!(functions::admin::flush)),
         ("cmp_profile", -1, PURE, scalar!(functions::profile::profile)),
@@ -88,9 +88,15 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
         let why = "this SQLite was built without FTS5, which cmp needs; use a build with SQLITE_ENABLE_FTS5";
         return Err(error::Error::Unsupported(why.into()).in_function("cmp").into());
     }
-    // The SQL boundary: the function's name is added to its errors here, once.
+    // The SQL boundary: the function's name is added to its errors here, once, and a panic becomes
+    // an error of the function (rusqlite's own catch would say only "unwinding panic").
     for (name, n, flags, f) in scalars() {
-        conn.create_scalar_function(name, n, flags, move |ctx| f(ctx).map_err(|e| e.in_function(name).into()))?;
+        conn.create_scalar_function(name, n, flags, move |ctx| {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx))) {
+                Ok(r) => r.map_err(|e| e.in_function(name).into()),
+                Err(_) => Err(error::Error::panicked().in_function(name).into()),
+            }
+        })?;
     }
     const SEARCH: Module<Tab<functions::search::Search>> = Module::eponymous_only_module();
     conn.create_module(c"cmp_search", &SEARCH, None)?;

@@ -780,6 +780,36 @@ fn a_long_single_token_content_takes_bounded_time() {
     assert!(t0.elapsed() < std::time::Duration::from_secs(60), "{:?}", t0.elapsed());
 }
 
+/// Content that once broke the token counter: a run of a million spaces (the encoder's own pattern
+/// overflowed its stack on it and tiktoken-rs panicked) and 100 KB of digits (counted in quadratic
+/// time). Both are packed, counted exactly, within bounded time.
+#[test]
+fn long_runs_of_spaces_and_digits_pack() {
+    let conn = base();
+    // Just under cmp_tokens's 1 MiB limit, and long enough to overflow the encoder's pattern.
+    let spaces = format!("Orion spaces{}end", " ".repeat((1 << 20) - 32));
+    let digits = format!("Orion digits {}", "1234567890".repeat(10_000));
+    for (id, content) in [("mem_0dd000000s01", &spaces), ("mem_0dd000000s02", &digits)] {
+        conn.execute(
+            "INSERT INTO cmp_memories(id, content, captured_at) VALUES (?1, ?2, '2026-05-31T00:00:00Z')",
+            params![id, content],
+        )
+        .expect("insert");
+    }
+    let t0 = std::time::Instant::now();
+    for format in FORMATS {
+        let o = json!({"now": NOW, "format": format}).to_string();
+        let out: String = q1(&conn, "SELECT cmp_context('orion spaces digits', 'gpt-4o', 4000, NULL, ?1)", [&o]);
+        let real: i64 = q1(&conn, "SELECT cmp_tokens(?1, 'gpt-4o')", [&out]);
+        assert!(real <= 4000, "{format}: {real}");
+        assert!(out.contains("mem_0dd000000s02"), "{format}");
+    }
+    let n: i64 = q1(&conn, "SELECT cmp_tokens(?1, 'gpt-4o')", [&spaces]);
+    assert!(n > (1 << 20) / 128, "{n}");
+    // A guard against the quadratic counting (minutes before), with room for a debug build.
+    assert!(t0.elapsed() < std::time::Duration::from_secs(120), "{:?}", t0.elapsed());
+}
+
 /// Content that is not valid text: a blob (TEXT affinity keeps blobs as blobs) and text holding
 /// invalid UTF-8. cmp reads a blob content as empty and invalid UTF-8 with U+FFFD replacements;
 /// neither fails a call. FTS5 indexes the raw bytes, so the invalid-UTF-8 row is still found by its

@@ -29,12 +29,14 @@ pub fn flush(ctx: &Context<'_>) -> Result<i64> {
 }
 
 /// `cmp_version()`.
-pub fn version(_ctx: &Context<'_>) -> Result<String> {
+pub fn version(ctx: &Context<'_>) -> Result<String> {
+    super::args::arity(ctx, 0, 0, "no arguments")?;
     Ok(VERSION.to_string())
 }
 
 /// `cmp_debug()`: version, commit, the SQLite it runs on, FTS5 presence, schema version.
 pub fn debug(ctx: &Context<'_>) -> Result<String> {
+    super::args::arity(ctx, 0, 0, "no arguments")?;
     let conn = unsafe { ctx.get_connection() }?;
     let sqlite = store::schema::sqlite_version(&conn)?;
     let schema = store::meta(&conn, "schema_version");

@@ -134,10 +134,7 @@ unsafe impl<T: TableFn> VTabCursor for Cursor<'_, T> {
                 Ok(())
             }
             Ok(Err(e)) => Err(e),
-            Err(_) => {
-                let e = crate::error::Error::Internal("internal error (panic caught); please report it".into());
-                Err(e.in_function(T::NAME).into())
-            }
+            Err(_) => Err(crate::error::Error::panicked().in_function(T::NAME).into()),
         }
     }
 

@@ -121,7 +121,12 @@ mod ascii {
         b != b'\r' && b != b'\n' && !b.is_ascii_alphanumeric()
     }
     fn run(b: &[u8], from: usize, class: fn(u8) -> bool) -> usize {
-        b[from..].iter().take_while(|&&c| c.is_ascii() && class(c)).count()
+        run_upto(b, from, class, usize::MAX)
+    }
+    /// [`run`], counting at most `max` bytes (a long run of digits is cut every three: reading the
+    /// whole run for each cut made counting quadratic in its length).
+    fn run_upto(b: &[u8], from: usize, class: fn(u8) -> bool, max: usize) -> usize {
+        b[from..].iter().take(max).take_while(|&&c| c.is_ascii() && class(c)).count()
     }
 
     /// The end of the piece that starts at `at`, or None when the pattern would look at a byte
@@ -148,7 +153,7 @@ mod ascii {
             return Some(contraction(b, s + upper + lower));
         }
         if c.is_ascii_digit() {
-            return Some(at + run(b, at, |d| d.is_ascii_digit()).min(3));
+            return Some(at + run_upto(b, at, |d| d.is_ascii_digit(), 3));
         }
         // Branch 4: an optional space, punctuation, then line breaks and slashes.
         let p = if c == b' ' && byte(at + 1).is_some_and(is_punct) { at + 1 } else { at };
@@ -191,10 +196,18 @@ thread_local! {
 /// is encoded each time, so the table's memory stays bounded whatever the stored texts are.
 const MAX_KEPT_BYTES: usize = 64;
 
+/// Most characters of a run of white space handed to `encode` whole. The encodings' own pattern
+/// (which `encode` runs) overflows its backtracking stack on a run of about a million white-space
+/// characters, and tiktoken-rs then panics; a longer run is counted in parts of this many
+/// characters. A run of one repeated character (what text holds: spaces, tabs, no-break or
+/// ideographic spaces) encodes as a repeating pattern of tokens of 2^k characters, so parts of 2^14
+/// characters add up to the whole run's count, as a test checks against the encoder.
+const MAX_SPACE_RUN: usize = 1 << 14;
+
 /// Tokens of one piece: looked up, or encoded by `encode` the first time this thread meets it.
-fn piece_tokens(seen: &mut Seen, piece: &str, encode: &impl Fn(&str) -> usize) -> usize {
+fn piece_tokens(enc: Encoding, seen: &mut Seen, piece: &str, encode: &impl Fn(&str) -> usize) -> usize {
     if piece.len() > MAX_KEPT_BYTES {
-        return encode(piece);
+        return RECENT_COUNTS.with(|r| r.borrow_mut()[enc as usize].get_or(piece, || long_piece_tokens(piece, encode)));
     }
     if let Some(&n) = seen.get(piece) {
         return n as usize;
@@ -202,6 +215,110 @@ fn piece_tokens(seen: &mut Seen, piece: &str, encode: &impl Fn(&str) -> usize) -
     let n = encode(piece).min(u32::MAX as usize);
     seen.insert(piece.into(), n as u32);
     n
+}
+
+/// Tokens of a piece longer than [`MAX_KEPT_BYTES`].
+fn long_piece_tokens(piece: &str, encode: &impl Fn(&str) -> usize) -> usize {
+    if !is_long_space_run(piece) {
+        return encode(piece);
+    }
+    let mut last: Option<(&str, usize)> = None;
+    let mut total = 0;
+    for part in char_parts(piece, MAX_SPACE_RUN) {
+        let n = match last {
+            Some((p, n)) if p == part => n,
+            _ => encode(part),
+        };
+        last = Some((part, n));
+        total += n;
+    }
+    total
+}
+
+/// The tokens of a piece longer than [`MAX_KEPT_BYTES`] (`tokens` encodes a piece).
+fn long_piece_encoding(piece: &str, tokens: &impl Fn(&str) -> Vec<u32>) -> std::rc::Rc<[u32]> {
+    if !is_long_space_run(piece) {
+        return tokens(piece).into();
+    }
+    let mut out = Vec::new();
+    let mut last: Option<(&str, std::ops::Range<usize>)> = None;
+    for part in char_parts(piece, MAX_SPACE_RUN) {
+        match &last {
+            Some((p, r)) if *p == part => {
+                let r = r.clone();
+                out.extend_from_within(r);
+            }
+            _ => {
+                let start = out.len();
+                out.extend(tokens(part));
+                last = Some((part, start..out.len()));
+            }
+        }
+    }
+    out.into()
+}
+
+/// A run of white space longer than [`MAX_SPACE_RUN`] characters may hold: counted in parts.
+fn is_long_space_run(piece: &str) -> bool {
+    piece.len() > MAX_SPACE_RUN && piece.chars().all(char::is_whitespace)
+}
+
+/// Long pieces the recent-piece memory keeps at most, and their bytes at most.
+const RECENT_PIECES: usize = 8;
+const RECENT_BYTES: usize = 8 << 20;
+
+/// The last few long pieces (longer than [`MAX_KEPT_BYTES`]) a thread encoded, with what they gave
+/// (a count, or tokens). A pack that grows a long memory cuts it again at every step, and encoding
+/// its long piece again each time was most of the cost (seconds for a 100 KB run of letters).
+struct Recent<V> {
+    items: std::collections::VecDeque<(Box<str>, V)>,
+    bytes: usize,
+}
+
+impl<V> Default for Recent<V> {
+    fn default() -> Self {
+        Recent { items: Default::default(), bytes: 0 }
+    }
+}
+
+impl<V: Clone> Recent<V> {
+    /// What `piece` gave, or `make`'s value, kept.
+    fn get_or(&mut self, piece: &str, make: impl FnOnce() -> V) -> V {
+        if let Some(i) = self.items.iter().position(|(k, _)| &**k == piece) {
+            let hit = self.items[i].1.clone();
+            if let Some(e) = self.items.remove(i) {
+                self.items.push_front(e);
+            }
+            return hit;
+        }
+        let v = make();
+        self.bytes += piece.len();
+        self.items.push_front((piece.into(), v.clone()));
+        while self.items.len() > RECENT_PIECES || (self.bytes > RECENT_BYTES && self.items.len() > 1) {
+            let Some((k, _)) = self.items.pop_back() else { break };
+            self.bytes -= k.len();
+        }
+        v
+    }
+}
+
+thread_local! {
+    static RECENT_COUNTS: RefCell<[Recent<usize>; 2]> = RefCell::default();
+    static RECENT_TOKENS: RefCell<[Recent<std::rc::Rc<[u32]>>; 2]> = RefCell::default();
+}
+
+/// `s` cut into consecutive parts of `n` characters (the last one shorter).
+fn char_parts(s: &str, n: usize) -> impl Iterator<Item = &str> {
+    let mut rest = s;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest.char_indices().nth(n).map_or(rest.len(), |(i, _)| i);
+        let (head, tail) = rest.split_at(end);
+        rest = tail;
+        Some(head)
+    })
 }
 
 fn with_seen<T>(enc: Encoding, f: impl FnOnce(&mut Seen) -> T) -> T {
@@ -219,7 +336,7 @@ pub fn count(enc: Encoding, text: &str, encode: impl Fn(&str) -> usize) -> usize
     with_seen(enc, |seen| {
         let mut total = 0usize;
         each_piece(enc, text, |piece| {
-            total += piece_tokens(seen, piece, &encode);
+            total += piece_tokens(enc, seen, piece, &encode);
             true
         });
         total
@@ -240,13 +357,18 @@ pub fn prefix(
     let (mut used, mut end, mut partial) = (0usize, 0usize, Vec::new());
     with_seen(enc, |seen| {
         each_piece(enc, text, |piece| {
-            let n = piece_tokens(seen, piece, &count);
+            let n = piece_tokens(enc, seen, piece, &count);
             if used + n <= room {
                 used += n;
                 end += piece.len();
                 return true;
             }
-            let t = tokens(piece);
+            let t: std::rc::Rc<[u32]> = if piece.len() > MAX_KEPT_BYTES {
+                RECENT_TOKENS
+                    .with(|r| r.borrow_mut()[enc as usize].get_or(piece, || long_piece_encoding(piece, &tokens)))
+            } else {
+                tokens(piece).into()
+            };
             partial = bytes(&t[..(room - used).min(t.len())]);
             false
         })
@@ -313,6 +435,32 @@ mod tests {
             assert_eq!(count(enc, &text, |p| full(enc, p)), full(enc, &text));
             with_seen(enc, |seen| assert!(seen.keys().all(|k| k.len() <= MAX_KEPT_BYTES)));
         }
+    }
+
+    #[test]
+    fn long_runs_of_white_space_count_as_the_encoder_counts_them() {
+        // Runs of one repeated character past the part size, each between words, as text holds them;
+        // the encoder itself fails (a panic) on runs of about a million characters.
+        for c in [' ', '\t', '\u{b}', '\u{a0}', '\u{2003}', '\u{3000}'] {
+            for n in [MAX_SPACE_RUN + 1, 2 * MAX_SPACE_RUN + 77, 300_001] {
+                let text = format!("a{}b", c.to_string().repeat(n));
+                for enc in [Encoding::O200k, Encoding::Cl100k] {
+                    assert_eq!(count(enc, &text, |p| full(enc, p)), full(enc, &text), "{enc:?} {c:?} × {n}");
+                }
+            }
+        }
+        let huge = format!("a{}b", " ".repeat(1 << 21));
+        let n = count(Encoding::O200k, &huge, |p| full(Encoding::O200k, p));
+        assert!(n > (1 << 21) / 128, "{n}");
+    }
+
+    #[test]
+    fn a_long_run_of_digits_counts_in_linear_time() {
+        let digits = "7".repeat(1 << 20);
+        let t0 = std::time::Instant::now();
+        assert_eq!(count(Encoding::O200k, &digits, |p| full(Encoding::O200k, p)), (1 << 20) / 3 + 1);
+        // A guard against the quadratic scan (93 s before), with room for a debug build.
+        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "{:?}", t0.elapsed());
     }
 
     fn mixed() -> impl Strategy<Value = String> {
