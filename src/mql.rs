@@ -271,9 +271,9 @@ fn expand(v: &Value) -> Result<String> {
 }
 
 impl Mql {
-    /// The read point.
+    /// The read point ([`crate::time::horizon`]).
     pub fn horizon(&self) -> Epoch {
-        self.as_of.unwrap_or(self.now)
+        crate::time::horizon(self.now, self.as_of)
     }
 
     /// The query as a canonical object (the clock fixed), for cursors.

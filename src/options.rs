@@ -79,9 +79,9 @@ impl Default for Options {
 }
 
 impl Options {
-    /// The point in time the store is read at: `as_of` if given, else `now`.
+    /// The point in time the store is read at: `as_of` if given, else `now` ([`crate::time::horizon`]).
     pub fn horizon(&self) -> Epoch {
-        self.as_of.unwrap_or(self.now)
+        crate::time::horizon(self.now, self.as_of)
     }
 }
 

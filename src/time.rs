@@ -10,6 +10,13 @@ use jiff::Span;
 /// Seconds since the Unix epoch, as f64 (sub-second precision kept).
 pub type Epoch = f64;
 
+/// The point a read sees the store at: `as_of` when given, but never later than `now`. `as_of` looks
+/// back in time; a read at a later point would show rows captured after `now`, which are not
+/// visible yet, so a later `as_of` reads at `now`.
+pub fn horizon(now: Epoch, as_of: Option<Epoch>) -> Epoch {
+    as_of.map_or(now, |a| a.min(now))
+}
+
 /// 1970-01-01, day 0 of [`Epoch`].
 const EPOCH: Date = Date::constant(1970, 1, 1);
 
@@ -141,6 +148,13 @@ mod tests {
 
     /// Every accepted form, with the epoch it denotes (computed in the same order as the parser adds
     /// its parts, so float results compare exactly).
+    #[test]
+    fn as_of_looks_back_never_ahead() {
+        assert_eq!(horizon(100.0, None), 100.0);
+        assert_eq!(horizon(100.0, Some(40.0)), 40.0);
+        assert_eq!(horizon(100.0, Some(400.0)), 100.0);
+    }
+
     #[test]
     fn accepts_each_documented_form() {
         let noon_june = 1_780_315_200.0;

@@ -974,3 +974,24 @@ fn hidden_rows_shift_no_count() {
         }
     }
 }
+
+/// `as_of` only looks back: an `as_of` after `now` reads at `now`, so a row captured after `now` stays
+/// invisible in MQL, search and context alike (narrowing never widens the result).
+#[test]
+fn an_as_of_after_now_never_shows_what_is_not_captured_yet() {
+    let conn = open();
+    insert_memory(&conn, &Mem::new("Orion future note").id("mem_0000000f0001").captured_at("2026-07-01T00:00:00Z"));
+    insert_memory(&conn, &Mem::new("Orion present note").id("mem_0000000f0002").captured_at("2026-05-01T00:00:00Z"));
+    let later = "2030-01-01T00:00:00Z";
+    let found = query(&conn, json!({"find": "orion note", "as_of": later}));
+    let text = found.to_string();
+    assert!(text.contains("mem_0000000f0002") && !text.contains("mem_0000000f0001"), "{text}");
+    let o = json!({"now": NOW, "as_of": later}).to_string();
+    let refs: String = conn
+        .query_row("SELECT group_concat(ref) FROM cmp_search('orion note', ?1)", [&o], |r| r.get(0))
+        .expect("search");
+    assert_eq!(refs, "mem_0000000f0002");
+    let pack: String =
+        conn.query_row("SELECT cmp_context('orion note', NULL, NULL, NULL, ?1)", [&o], |r| r.get(0)).expect("pack");
+    assert!(pack.contains("mem_0000000f0002") && !pack.contains("mem_0000000f0001"));
+}
