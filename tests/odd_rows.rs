@@ -667,7 +667,7 @@ fn embeddings_of_the_wrong_length_or_type() {
     let e = try_search(&conn, "orion", Some(&json!({"now": NOW, "query_embedding": [1, 0, 0]}).to_string()))
         .expect_err("no row has 3 dimensions");
     assert!(e.starts_with("cmp_search: query_embedding has 3 dimensions but stored embeddings have "), "{e}");
-    // In a scope where the only embedding is a 3-byte blob, the message says 0 dimensions.
+    // In a scope where the only embedding is a 3-byte blob, the message names the malformed blob.
     raw(
         &conn,
         "content, scope, captured_at, embedding",
@@ -676,7 +676,10 @@ fn embeddings_of_the_wrong_length_or_type() {
     let e =
         try_search(&conn, "orion", Some(&json!({"now": NOW, "scope": "blobs", "query_embedding": [1]}).to_string()))
             .expect_err("no row has 1 dimension");
-    assert_eq!(e, "cmp_search: query_embedding has 1 dimensions but stored embeddings have 0");
+    assert_eq!(
+        e,
+        "cmp_search: query_embedding has 1 dimensions but the stored embeddings are 3-byte blobs, not float32 arrays"
+    );
 }
 
 // --------------------------------------------------------------------------------------- content

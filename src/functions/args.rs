@@ -49,7 +49,7 @@ pub fn int_value(name: &str, v: ValueRef<'_>) -> Result<Option<i64>> {
     match v {
         ValueRef::Null => Ok(None),
         ValueRef::Integer(n) => Ok(Some(n)),
-        ValueRef::Real(f) => Err(Error::invalid(name, format!("must be an integer, got {f}"))),
+        ValueRef::Real(f) => Err(Error::invalid(name, format!("must be an integer, got {f:?}"))),
         other => Err(Error::invalid(name, format!("must be an integer, got {}", type_name(&other)))),
     }
 }

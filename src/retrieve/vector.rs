@@ -179,14 +179,25 @@ pub fn scan(conn: &Connection, q: &Query<'_>, query: &[f32], limit: usize) -> Re
         Some(b) if b.len() == query.len() * 4 => hits.push((rid, cosine_le(query, qn, b))),
         Some(b) => {
             skipped += 1;
-            other_dim.get_or_insert(b.len() / 4);
+            // The length of a stored embedding of another dimension; a malformed one (not whole
+            // float32 values) only when there is no other.
+            if other_dim.is_none_or(|n: usize| n % 4 != 0) {
+                other_dim = Some(b.len());
+            }
         }
         None => skipped += 1,
     };
     each_embedding(conn, q.reader(), each)?;
     if hits.is_empty() {
-        if let Some(d) = other_dim {
-            let msg = format!("has {} dimensions but stored embeddings have {d}", query.len());
+        if let Some(bytes) = other_dim {
+            let msg = if bytes % 4 == 0 {
+                format!("has {} dimensions but stored embeddings have {}", query.len(), bytes / 4)
+            } else {
+                format!(
+                    "has {} dimensions but the stored embeddings are {bytes}-byte blobs, not float32 arrays",
+                    query.len()
+                )
+            };
             return Err(Error::invalid("query_embedding", msg));
         }
     }
@@ -258,6 +269,15 @@ mod tests {
         q.query_embedding = Some(&qe3);
         let e = rank(&conn, &q, &[], &mut Pool::default()).expect_err("no stored embedding has 5 dimensions");
         assert_eq!(e.to_string(), "query_embedding has 5 dimensions but stored embeddings have 2");
+        // A malformed blob is named as one, and only when no stored embedding is well formed.
+        let solo = open();
+        add(&solo, "mem_m", "m", "2026-05-01T00:00:00Z", "semantic", "[]");
+        solo.execute("UPDATE cmp_memories SET embedding = x'01020304050607' WHERE id = 'mem_m'", []).expect("blob");
+        let e = rank(&solo, &q, &[], &mut Pool::default()).expect_err("only a malformed embedding");
+        assert_eq!(
+            e.to_string(),
+            "query_embedding has 5 dimensions but the stored embeddings are 7-byte blobs, not float32 arrays"
+        );
     }
 
     #[test]
