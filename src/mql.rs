@@ -233,9 +233,13 @@ fn layers(v: &Value) -> Result<Vec<String>> {
     Ok(l)
 }
 
-/// `entities`: at most [`MAX_ENTITIES`] names of 1..[`MAX_ENTITY_CHARS`] characters.
+/// `entities`: 1..=[`MAX_ENTITIES`] names of 1..[`MAX_ENTITY_CHARS`] characters (an empty list would
+/// match no row, like an empty `layers`, which is refused for the same reason).
 fn entities(v: &Value) -> Result<Vec<String>> {
     let e = strings("entities", v)?;
+    if e.is_empty() {
+        return Err(Error::invalid("entities", "must list at least one name"));
+    }
     if e.len() > MAX_ENTITIES {
         return Err(Error::invalid("entities", format!("must list at most {MAX_ENTITIES} names, got {}", e.len())));
     }
@@ -364,6 +368,7 @@ mod tests {
             (r#"{"find":"x","whatever":1}"#, "q: unknown field \"whatever\""),
             (r#"{"find":"x","valid_only":"yes"}"#, "q: valid_only must be a boolean"),
             (r#"{"find":"x","as_of":"soon"}"#, "q: as_of must be an ISO-8601 timestamp"),
+            (r#"{"find":"x","entities":[]}"#, "q: entities must list at least one name"),
             (r#"{"find":"x","expand":"sideways"}"#, "q: expand must be one of document, neighbors, more"),
             (r#"[]"#, "q: mql must be a JSON object"),
         ] {
