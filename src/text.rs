@@ -49,13 +49,36 @@ fn flush_run(run: &mut Vec<char>, out: &mut Vec<String>) {
 /// is not decomposed: NFD would split Hangul syllables into jamo and strip the voicing marks of kana.
 pub fn words(s: &str) -> Vec<String> {
     if s.is_ascii() {
-        // Fast path: no diacritics to strip, ASCII case folding.
+        return map_words(s, str::to_string);
+    }
+    unicode_words(s)
+}
+
+/// `f` of each of [`words`]'s words, in order, without building the words first: an ASCII text's
+/// words are passed as slices of it (lowercased through one buffer only when they hold a capital).
+pub fn map_words<T>(s: &str, mut f: impl FnMut(&str) -> T) -> Vec<T> {
+    if s.is_ascii() {
+        let mut buf = String::new();
         return s
             .split(|c: char| !c.is_ascii_alphanumeric())
             .filter(|w| !w.is_empty())
-            .map(str::to_ascii_lowercase)
+            .map(|w| {
+                if !w.bytes().any(|b| b.is_ascii_uppercase()) {
+                    return f(w);
+                }
+                buf.clear();
+                buf.push_str(w);
+                buf.make_ascii_lowercase();
+                f(&buf)
+            })
             .collect();
     }
+    unicode_words(s).iter().map(|w| f(w)).collect()
+}
+
+/// [`words`] of a text that is not all ASCII (an ASCII text has no diacritics to strip and folds
+/// its case by ASCII, [`map_words`]).
+fn unicode_words(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut run: Vec<char> = Vec::new();

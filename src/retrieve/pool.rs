@@ -54,7 +54,7 @@ impl Pool {
     /// The analysed words of memory `i`'s content, in order.
     pub fn analysed(&mut self, i: usize) -> &[Rc<Word>] {
         if self.analysed[i].is_none() {
-            let v = text::words(&self.mems[i].content).iter().map(|w| Word::cached(w)).collect();
+            let v = text::map_words(&self.mems[i].content, Word::cached);
             self.analysed[i] = Some(v);
         }
         self.analysed[i].as_deref().unwrap_or(&[])

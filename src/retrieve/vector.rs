@@ -65,7 +65,7 @@ const TRIGRAM_WEIGHT: f32 = 0.25;
 
 /// The hashing embedding of a text: L2-normalised, all zeros for a text without words.
 pub fn hash_embed(s: &str) -> Vec<f32> {
-    let words: Vec<std::rc::Rc<Word>> = text::words(s).iter().map(|w| Word::cached(w)).collect();
+    let words: Vec<std::rc::Rc<Word>> = text::map_words(s, Word::cached);
     embed_words(&words)
 }
 
