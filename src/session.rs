@@ -254,8 +254,9 @@ pub struct Turn {
 }
 
 /// Reads session `sid` of `scope` at horizon `h` (a Julian day): its state and what each ref it
-/// holds is now.
-pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64) -> Result<Turn> {
+/// holds is now. Refs in `live` are known to be live (the caller just read them as eligible at this
+/// horizon: retrieval's candidates) and are not read again; their rows keep the last turn's hint.
+pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64, live: &HashSet<&str>) -> Result<Turn> {
     let t = crate::timing::phase("session: read, parse state");
     let stored = store::load_session(conn, sid, scope)?;
     let state: State = match &stored {
@@ -266,10 +267,19 @@ pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64) -> Result<Tu
     };
     drop(t);
     let _t = crate::timing::phase("session: status of known refs");
-    let known: Vec<String> = state.known.keys().cloned().collect();
-    let hints: &[Option<i64>] = if state.rows.len() == known.len() { &state.rows } else { &[] };
-    let read = store::ref_status(conn, &known, hints, scope, h)?;
-    Ok(Turn { stored, state, status: read.status, rows: read.rows })
+    let hints: &[Option<i64>] = if state.rows.len() == state.known.len() { &state.rows } else { &[] };
+    let hint = |i: usize| hints.get(i).copied().flatten();
+    let known: Vec<&String> = state.known.keys().collect();
+    let asked: Vec<usize> = (0..known.len()).filter(|&i| !live.contains(known[i].as_str())).collect();
+    let refs: Vec<String> = asked.iter().map(|&i| known[i].clone()).collect();
+    let asked_hints: Vec<Option<i64>> =
+        if hints.is_empty() { Vec::new() } else { asked.iter().map(|&i| hint(i)).collect() };
+    let read = store::ref_status(conn, &refs, &asked_hints, scope, h)?;
+    let mut rows: Vec<Option<i64>> = (0..known.len()).map(hint).collect();
+    for (j, &i) in asked.iter().enumerate() {
+        rows[i] = read.rows.get(j).copied().flatten();
+    }
+    Ok(Turn { stored, state, status: read.status, rows })
 }
 
 /// The rows of `next`'s known refs that `turn` found (see [`State::rows`]); empty when none. Both
@@ -290,17 +300,18 @@ fn next_rows(turn: &Turn, next: &State) -> Vec<Option<i64>> {
 /// Runs one turn of session `sid`: `attempt` renders an output for the turn as read and returns it
 /// with the next state, which is stored (at time `at`) only if no other turn advanced the session
 /// since it was read (compare-and-swap on the cursor); otherwise the turn is read again and retried,
-/// at most [`SESSION_RETRIES`] times.
+/// at most [`SESSION_RETRIES`] times. `live`: refs the caller knows are live ([`load_turn`]).
 pub fn run_turn<T>(
     conn: &Connection,
     sid: &str,
     scope: &str,
     h: f64,
     at: &str,
+    live: &HashSet<&str>,
     mut attempt: impl FnMut(&Turn) -> Result<(T, State)>,
 ) -> Result<T> {
     for _ in 0..SESSION_RETRIES {
-        let turn = load_turn(conn, sid, scope, h)?;
+        let turn = load_turn(conn, sid, scope, h, live)?;
         let (out, mut next) = attempt(&turn)?;
         let _t = crate::timing::phase("session: serialise, store state");
         next.rows = next_rows(&turn, &next);
@@ -449,7 +460,7 @@ mod tests {
 
     /// One turn serving `pack`, run through [`run_turn`] as `cmp_context` does.
     fn turn(conn: &Connection, pack: &[&str]) -> (Turn, State) {
-        run_turn(conn, "sid", "s", 2_460_000.0, "2025-01-01T00:00:00Z", |t| {
+        run_turn(conn, "sid", "s", 2_460_000.0, "2025-01-01T00:00:00Z", &HashSet::new(), |t| {
             let next = advance(&t.state, &refs(pack), 10, &[], &t.status).0;
             Ok(((t.clone(), next.clone()), next))
         })

@@ -170,7 +170,9 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
     };
     let legend_id = envelope::legend_id(kind);
     let h = time::julian(o.horizon());
-    session::run_turn(conn, sid, &o.scope, h, &time::format(o.now), |turn| {
+    // Retrieval's candidates are eligible at this horizon: the turn need not read them again.
+    let live: std::collections::HashSet<&str> = g.items.iter().map(|it| it.r#ref.as_str()).collect();
+    session::run_turn(conn, sid, &o.scope, h, &time::format(o.now), &live, |turn| {
         let legend = if turn.state.legend.as_deref() == Some(legend_id.as_str()) { Legend::Held } else { kind };
         let layout = context::layout(o, g.counter, true, legend);
         let fitted = fit(conn, req, g, &layout, Some(turn), Some(sid))?;
