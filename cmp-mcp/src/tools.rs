@@ -248,7 +248,7 @@ pub fn defs() -> Vec<Def> {
                 "properties": {
                     "content": string("The memory, one self-contained statement."),
                     "kind": {"type": "string", "enum": KINDS, "default": "semantic", "description": "What sort of memory it is; negative = a rule or constraint."},
-                    "entities": {"type": "array", "items": {"type": "string"}, "description": "Names it is about, e.g. [\"Atlas\", \"Dana\"]."},
+                    "entities": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 160}, "maxItems": 20, "description": "Names it is about, e.g. [\"Atlas\", \"Dana\"]."},
                     "source_url": string("Where it came from (URL or other locator)."),
                     "occurred_at": string("ISO-8601 time the fact was true or the event happened."),
                     "supersedes": string("Ref (mem_…) of a memory this one replaces.")
@@ -433,9 +433,27 @@ fn remember(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outc
     let entities = match args.get("entities") {
         None | Some(Value::Null) => None,
         Some(Value::Array(a)) => {
+            // The limits of query_memory's entities: a memory naming thousands of entities made
+            // every later pack about it slow (and the text limit reached no string in an array).
+            if a.len() > cmp::mql::MAX_ENTITIES {
+                return Err(format!(
+                    "{tool}: entities must list at most {} names, got {}",
+                    cmp::mql::MAX_ENTITIES,
+                    a.len()
+                )
+                .into());
+            }
             let mut names = Vec::with_capacity(a.len());
             for (i, v) in a.iter().enumerate() {
                 match v {
+                    Value::String(s) if s.trim().chars().count() > cmp::mql::MAX_ENTITY_CHARS => {
+                        return Err(format!(
+                            "{tool}: entities[{i}] must be at most {} characters, got {}",
+                            cmp::mql::MAX_ENTITY_CHARS,
+                            s.trim().chars().count()
+                        )
+                        .into())
+                    }
                     Value::String(s) if !s.trim().is_empty() => names.push(s.trim().to_string()),
                     other => {
                         return Err(

@@ -392,6 +392,15 @@ fn mcp_over_stdio_end_to_end() {
     assert!(c.err("remember", json!({"content": "x", "kind": "gossip"})).starts_with("remember: kind"));
     assert!(c.err("remember", json!({"content": "x", "occurred_at": "soon"})).starts_with("remember: occurred_at"));
     assert!(c.err("remember", json!({"content": "  "})).starts_with("remember: content"));
+    let many: Vec<String> = (0..21).map(|i| format!("e{i}")).collect();
+    assert_eq!(
+        c.err("remember", json!({"content": "x", "entities": many})),
+        "remember: entities must list at most 20 names, got 21"
+    );
+    assert_eq!(
+        c.err("remember", json!({"content": "x", "entities": ["E".repeat(161)]})),
+        "remember: entities[0] must be at most 160 characters, got 161"
+    );
     assert!(c.err("remember", json!({"content": "x", "colour": "red"})).starts_with("remember: unknown argument"));
     assert_eq!(count(&conn), n);
 }
