@@ -84,7 +84,7 @@ pub fn function_names() -> Vec<&'static str> {
 
 /// Registers every cmp function on `conn`. Fails with a clear message when this SQLite lacks FTS5.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
-    if !store::schema::has_fts5(conn) {
+    if !store::schema::has_fts5(conn).map_err(|e| error::Error::Sql(e).in_function("cmp"))? {
         let why = "this SQLite was built without FTS5, which cmp needs; use a build with SQLITE_ENABLE_FTS5";
         return Err(error::Error::Unsupported(why.into()).in_function("cmp").into());
     }

@@ -42,7 +42,7 @@ pub fn debug(ctx: &Context<'_>) -> Result<String> {
     let schema = store::meta(&conn, "schema_version");
     Ok(format!(
         "cmp {VERSION}\ncommit {GIT_COMMIT}\nsqlite {sqlite}\nfts5 {}\nschema {}",
-        if store::schema::has_fts5(&conn) { "yes" } else { "no" },
+        if store::schema::has_fts5(&conn).unwrap_or(false) { "yes" } else { "no" },
         schema.as_deref().unwrap_or("none (run SELECT cmp_init())")
     ))
 }

@@ -112,15 +112,15 @@ pub fn unwritable(conn: &Connection) -> Option<&'static str> {
     None
 }
 
-/// True when this SQLite has FTS5.
-pub fn has_fts5(conn: &Connection) -> bool {
-    conn.query_row("SELECT sqlite_compileoption_used('ENABLE_FTS5')", [], |r| r.get::<_, i64>(0))
-        .map(|v| v == 1)
-        .unwrap_or(false)
-        || conn
-            .query_row("SELECT count(*) FROM pragma_module_list WHERE name = 'fts5'", [], |r| r.get::<_, i64>(0))
-            .map(|v| v > 0)
-            .unwrap_or(false)
+/// Whether this SQLite has FTS5; an error when the connection cannot tell (its file is not a
+/// database, say), so that error is what the caller reports, not a missing FTS5.
+pub fn has_fts5(conn: &Connection) -> rusqlite::Result<bool> {
+    let compiled = conn.query_row("SELECT sqlite_compileoption_used('ENABLE_FTS5')", [], |r| r.get::<_, i64>(0));
+    if compiled.is_ok_and(|v| v == 1) {
+        return Ok(true);
+    }
+    conn.query_row("SELECT count(*) FROM pragma_module_list WHERE name = 'fts5'", [], |r| r.get::<_, i64>(0))
+        .map(|v| v > 0)
 }
 
 /// The version of the SQLite library this connection runs on.
@@ -151,4 +151,17 @@ pub fn require(conn: &Connection) -> Result<()> {
         None => "the cmp schema is missing; run SELECT cmp_init() first".into(),
     };
     Err(Error::Schema(msg))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_file_that_is_not_a_database_is_reported_as_such_not_as_a_missing_fts5() {
+        let path = std::env::temp_dir().join(format!("cmp-not-a-db-{}.db", std::process::id()));
+        std::fs::write(&path, vec![0x5a_u8; 8192]).expect("write");
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        let e = crate::register(&conn).expect_err("not a database").to_string();
+        let _ = std::fs::remove_file(&path);
+        assert!(e.starts_with("cmp: ") && e.contains("not a database"), "{e}");
+    }
 }
