@@ -110,6 +110,9 @@ impl From<rusqlite::Error> for Error {
 /// Result type of the functional core.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Longest error text passed to SQLite; a longer one is cut (see [`FunctionError`]'s `Display`).
+pub const MAX_MESSAGE_BYTES: usize = 2048;
+
 /// An [`Error`] raised by a cmp SQL function: its text is `function: error`. An SQLite error that is
 /// itself a function's error (a cmp function called inside another's SQL) already names its
 /// function and is shown as it is, never prefixed twice.
@@ -129,7 +132,17 @@ impl fmt::Display for FunctionError {
         };
         // SQLite takes the message as a C string: with a NUL byte in it (from a value the caller
         // gave) rusqlite could not pass it on and would raise a bare "constraint failed" instead.
-        f.write_str(&text.replace('\0', "\\0"))
+        let text = text.replace('\0', "\\0");
+        if text.len() <= MAX_MESSAGE_BYTES {
+            return f.write_str(&text);
+        }
+        // A message quoting a huge value (or SQLite quoting a statement) is cut: the start names
+        // the function and the field.
+        let mut end = MAX_MESSAGE_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        write!(f, "{}… ({} bytes in all)", &text[..end], text.len())
     }
 }
 
@@ -165,6 +178,15 @@ mod tests {
         assert_eq!(outer.to_string(), "cmp_expand: ref must not be NULL");
         let sql = Error::from(rusqlite::Error::QueryReturnedNoRows).in_function("cmp_query");
         assert_eq!(sql.to_string(), format!("cmp_query: {}", rusqlite::Error::QueryReturnedNoRows));
+    }
+
+    #[test]
+    fn a_long_message_is_cut_after_its_start() {
+        let e =
+            Error::invalid("layers", format!(": unknown kind \"{}\"", "é".repeat(100_000))).in_function("cmp_query");
+        let text = e.to_string();
+        assert!(text.starts_with("cmp_query: layers: unknown kind \"éé"), "{}", &text[..40]);
+        assert!(text.len() < MAX_MESSAGE_BYTES + 40 && text.ends_with("bytes in all)"), "{}", text.len());
     }
 
     #[test]
