@@ -98,7 +98,6 @@ pub fn parse_entities(json: &str) -> Vec<String> {
     }
 }
 
-/// A text column, or "" for NULL, blobs and numbers (a scope that is not text matches no scope).
 /// Column `i` as text, whatever a plain-SQL write stored there: text (invalid UTF-8 replaced, so
 /// one bad row never fails a read), a number as written, None for NULL or a blob.
 pub(super) fn lossy(r: &Row<'_>, i: usize) -> Option<String> {
@@ -111,6 +110,7 @@ pub(super) fn lossy(r: &Row<'_>, i: usize) -> Option<String> {
     }
 }
 
+/// A text column, or "" for NULL, blobs and numbers (a scope that is not text matches no scope).
 pub(super) fn text_or_empty(r: &Row<'_>, i: usize) -> String {
     match r.get_ref(i) {
         Ok(rusqlite::types::ValueRef::Text(t)) => String::from_utf8_lossy(t).into_owned(),
