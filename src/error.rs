@@ -111,7 +111,7 @@ impl From<rusqlite::Error> for Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Longest error text passed to SQLite; a longer one is cut (see [`FunctionError`]'s `Display`).
-pub const MAX_MESSAGE_BYTES: usize = 2048;
+const MAX_MESSAGE_BYTES: usize = 2048;
 
 /// An [`Error`] raised by a cmp SQL function: its text is `function: error`. An SQLite error that is
 /// itself a function's error (a cmp function called inside another's SQL) already names its
@@ -197,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    fn every_scalar_names_itself_in_errors_of_arity_bad_input_and_panics() {
+    fn scalars_name_themselves_in_arity_errors_and_in_errors_that_quote_a_nul_byte() {
         let conn = rusqlite::Connection::open_in_memory().expect("open");
         crate::register(&conn).expect("register");
         let err = |sql: &str| conn.query_row(sql, [], |_| Ok(())).expect_err(sql).to_string();

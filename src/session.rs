@@ -253,12 +253,80 @@ pub struct Turn {
     pub rows: Vec<Option<i64>>,
 }
 
+/// The turn a connection stored last, kept by the caller for the next turn on the same connection:
+/// every ref its state holds was live at its horizon (a turn keeps only live refs and adds only
+/// refs it just read as eligible), so while the database is unchanged since ([`store::WriteMark`])
+/// and the horizon is the same, or no row of the store is superseded at any horizon, they are
+/// still live and the next turn need not read them again.
+#[derive(Debug, Clone)]
+pub struct LastTurn {
+    sid: String,
+    scope: String,
+    text: String,
+    state: State,
+    h: f64,
+    mark: store::WriteMark,
+}
+
+impl LastTurn {
+    /// The turn `turn` stored as `next` (text `text`) at horizon `h`, or None when a ref it holds is
+    /// not known to be live: held and judged live, or in `live`.
+    fn after(
+        conn: &Connection,
+        turn: &Turn,
+        next: State,
+        text: String,
+        at: (&str, &str, f64),
+        live: &HashSet<&str>,
+    ) -> Result<Option<Self>> {
+        let all_live = next
+            .known
+            .keys()
+            .all(|r| !turn.status.contains_key(r) && (turn.state.known.contains_key(r) || live.contains(r.as_str())));
+        if !all_live {
+            return Ok(None);
+        }
+        let (sid, scope, h) = at;
+        let mark = store::write_mark(conn)?;
+        Ok(Some(LastTurn { sid: sid.into(), scope: scope.into(), text, state: next, h, mark }))
+    }
+
+    /// This turn's state, if `stored` is the state it stored and its refs are all still live at `h`.
+    fn still(self, conn: &Connection, sid: &str, scope: &str, stored: Option<&str>, h: f64) -> Result<Option<State>> {
+        let same = self.sid == sid && self.scope == scope && stored == Some(self.text.as_str());
+        if !same || store::write_mark(conn)? != self.mark {
+            return Ok(None);
+        }
+        // A NaN horizon equals none: only a store without superseded rows keeps its turn then.
+        if self.h != h && store::any_superseded(conn)? {
+            return Ok(None);
+        }
+        Ok(Some(self.state))
+    }
+}
+
 /// Reads session `sid` of `scope` at horizon `h` (a Julian day): its state and what each ref it
 /// holds is now. Refs in `live` are known to be live (the caller just read them as eligible at this
 /// horizon: retrieval's candidates) and are not read again; their rows keep the last turn's hint.
-pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64, live: &HashSet<&str>) -> Result<Turn> {
+/// No ref is read when `last`, the turn this connection stored last, shows they are all still live.
+pub fn load_turn(
+    conn: &Connection,
+    sid: &str,
+    scope: &str,
+    h: f64,
+    live: &HashSet<&str>,
+    last: Option<LastTurn>,
+) -> Result<Turn> {
     let t = crate::timing::phase("session: read, parse state");
     let stored = store::load_session(conn, sid, scope)?;
+    let kept = match last {
+        Some(l) => l.still(conn, sid, scope, stored.as_deref(), h)?,
+        None => None,
+    };
+    if let Some(state) = kept {
+        let rows = hints(&state);
+        return Ok(Turn { stored, state, status: HashMap::new(), rows });
+    }
     let state: State = match &stored {
         Some(s) => serde_json::from_str(s).map_err(|e| {
             Error::Session(format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
@@ -267,19 +335,25 @@ pub fn load_turn(conn: &Connection, sid: &str, scope: &str, h: f64, live: &HashS
     };
     drop(t);
     let _t = crate::timing::phase("session: status of known refs");
-    let hints: &[Option<i64>] = if state.rows.len() == state.known.len() { &state.rows } else { &[] };
-    let hint = |i: usize| hints.get(i).copied().flatten();
+    let mut rows = hints(&state);
     let known: Vec<&String> = state.known.keys().collect();
     let asked: Vec<usize> = (0..known.len()).filter(|&i| !live.contains(known[i].as_str())).collect();
     let refs: Vec<String> = asked.iter().map(|&i| known[i].clone()).collect();
-    let asked_hints: Vec<Option<i64>> =
-        if hints.is_empty() { Vec::new() } else { asked.iter().map(|&i| hint(i)).collect() };
-    let read = store::ref_status(conn, &refs, &asked_hints, scope, h)?;
-    let mut rows: Vec<Option<i64>> = (0..known.len()).map(hint).collect();
+    let asked_rows: Vec<Option<i64>> = asked.iter().map(|&i| rows[i]).collect();
+    let read = store::ref_status(conn, &refs, &asked_rows, scope, h)?;
     for (j, &i) in asked.iter().enumerate() {
         rows[i] = read.rows.get(j).copied().flatten();
     }
     Ok(Turn { stored, state, status: read.status, rows })
+}
+
+/// The row hints of `state`, one per known ref (all None when it has none that fit).
+fn hints(state: &State) -> Vec<Option<i64>> {
+    if state.rows.len() == state.known.len() {
+        state.rows.clone()
+    } else {
+        vec![None; state.known.len()]
+    }
 }
 
 /// The rows of `next`'s known refs that `turn` found (see [`State::rows`]); empty when none. Both
@@ -300,7 +374,9 @@ fn next_rows(turn: &Turn, next: &State) -> Vec<Option<i64>> {
 /// Runs one turn of session `sid`: `attempt` renders an output for the turn as read and returns it
 /// with the next state, which is stored (at time `at`) only if no other turn advanced the session
 /// since it was read (compare-and-swap on the cursor); otherwise the turn is read again and retried,
-/// at most [`SESSION_RETRIES`] times. `live`: refs the caller knows are live ([`load_turn`]).
+/// at most [`SESSION_RETRIES`] times. `live`: refs the caller knows are live; `last`: the turn this
+/// connection stored last, replaced by this one ([`load_turn`]).
+#[allow(clippy::too_many_arguments)]
 pub fn run_turn<T>(
     conn: &Connection,
     sid: &str,
@@ -308,10 +384,11 @@ pub fn run_turn<T>(
     h: f64,
     at: &str,
     live: &HashSet<&str>,
+    last: &mut Option<LastTurn>,
     mut attempt: impl FnMut(&Turn) -> Result<(T, State)>,
 ) -> Result<T> {
     for _ in 0..SESSION_RETRIES {
-        let turn = load_turn(conn, sid, scope, h, live)?;
+        let turn = load_turn(conn, sid, scope, h, live, last.take())?;
         let (out, mut next) = attempt(&turn)?;
         let _t = crate::timing::phase("session: serialise, store state");
         next.rows = next_rows(&turn, &next);
@@ -319,6 +396,7 @@ pub fn run_turn<T>(
         let expected = turn.stored.as_ref().map(|_| turn.state.cursor);
         let saved = store::save_session(conn, sid, scope, expected, next.turn, next.cursor, &text, at)?;
         if saved {
+            *last = LastTurn::after(conn, &turn, next, text, (sid, scope, h), live)?;
             return Ok(out);
         }
     }
@@ -460,7 +538,7 @@ mod tests {
 
     /// One turn serving `pack`, run through [`run_turn`] as `cmp_context` does.
     fn turn(conn: &Connection, pack: &[&str]) -> (Turn, State) {
-        run_turn(conn, "sid", "s", 2_460_000.0, "2025-01-01T00:00:00Z", &HashSet::new(), |t| {
+        run_turn(conn, "sid", "s", 2_460_000.0, "2025-01-01T00:00:00Z", &HashSet::new(), &mut None, |t| {
             let next = advance(&t.state, &refs(pack), 10, &[], &t.status).0;
             Ok(((t.clone(), next.clone()), next))
         })

@@ -418,3 +418,106 @@ proptest! {
         prop_assert_eq!(paged, ids(&narrowed));
     }
 }
+
+/// What happens between two turns of the lockstep test below, to both stores alike.
+#[derive(Debug, Clone)]
+enum Step {
+    Turn {
+        task: String,
+        budget: i64,
+        model: usize,
+        delta: bool,
+        late: bool,
+    },
+    Insert(Spec),
+    /// Superseded from 2026-05-25: live at the early horizon, superseded at the late one.
+    Supersede(usize),
+    Redact(usize),
+    /// Redacted through another connection (committed there).
+    RedactElsewhere(usize),
+    Delete(usize),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        8 => (task(), ROOMY..3000, 0usize..4, any::<bool>(), any::<bool>())
+            .prop_map(|(task, budget, model, delta, late)| Step::Turn { task, budget, model, delta, late }),
+        1 => spec().prop_map(Step::Insert),
+        1 => (0usize..64).prop_map(Step::Supersede),
+        1 => (0usize..64).prop_map(Step::Redact),
+        1 => (0usize..64).prop_map(Step::RedactElsewhere),
+        1 => (0usize..64).prop_map(Step::Delete),
+    ]
+}
+
+/// Applies a write step to the store at `path` through `conn` (the other connection: `path` opened
+/// without cmp); `next_id` counts the ids given so far.
+fn write(conn: &Connection, path: &std::path::Path, s: &Step, next_id: usize) {
+    let id = |i: usize| format!("mem_{:012x}", i % next_id);
+    match s {
+        Step::Insert(spec) => {
+            insert_memory(conn, &Mem::new(&content(spec)).kind(KINDS[spec.kind]).id(&format!("mem_{next_id:012x}")));
+        }
+        Step::Supersede(i) => {
+            let new = format!("mem_{next_id:012x}");
+            insert_memory(conn, &Mem::new("replacement atlas launch decision").kind("decision").id(&new));
+            conn.execute(
+                "UPDATE cmp_memories SET superseded_by = ?1, superseded_at = '2026-05-25T00:00:00Z' WHERE id = ?2",
+                [&new, &id(*i)],
+            )
+            .unwrap();
+        }
+        Step::Redact(i) => {
+            conn.execute("UPDATE cmp_memories SET redacted = 1 WHERE id = ?1", [id(*i)]).unwrap();
+        }
+        Step::RedactElsewhere(i) => {
+            let other = common::open_plain(path);
+            other.execute("UPDATE cmp_memories SET redacted = 1 WHERE id = ?1", [id(*i)]).unwrap();
+        }
+        Step::Delete(i) => {
+            conn.execute("DELETE FROM cmp_memories WHERE id = ?1", [id(*i)]).unwrap();
+        }
+        Step::Turn { .. } => {}
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
+
+    /// A connection's next session turn reads none of the refs it holds when nothing was written since
+    /// its last turn (and the horizon is the same, or no row is superseded): it must answer exactly
+    /// as a connection opened afresh for every turn, which always reads them, whatever was written in
+    /// between, by either connection, at either horizon.
+    #[test]
+    fn a_turn_that_skips_reading_its_refs_answers_as_one_that_reads_them(
+        specs in prop::collection::vec(spec(), 1..25),
+        steps in prop::collection::vec(step(), 1..24),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (kept_path, fresh_path) = (dir.path().join("kept.db"), dir.path().join("fresh.db"));
+        {
+            let (seed, _) = store(&specs);
+            for p in [&kept_path, &fresh_path] {
+                seed.execute("VACUUM INTO ?1", [p.to_str().unwrap()]).unwrap();
+            }
+        }
+        let kept = common::open_file(&kept_path);
+        let mut next_id = specs.len();
+        for (n, s) in steps.iter().enumerate() {
+            let Step::Turn { task, budget, model, delta, late } = s else {
+                write(&kept, &kept_path, s, next_id);
+                write(&common::open_file(&fresh_path), &fresh_path, s, next_id);
+                next_id += usize::from(matches!(s, Step::Insert(_) | Step::Supersede(_)));
+                continue;
+            };
+            let now = if *late { NOW } else { "2026-05-22T00:00:00Z" };
+            let mut opts = json!({"now": now});
+            if *delta {
+                opts["send"] = json!("delta");
+            }
+            let a = context_text(&kept, task, MODELS[*model], *budget, Some("s"), &opts);
+            let b = context_text(&common::open_file(&fresh_path), task, MODELS[*model], *budget, Some("s"), &opts);
+            prop_assert_eq!(a, b, "step {}", n);
+        }
+    }
+}

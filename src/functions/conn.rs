@@ -2,11 +2,15 @@
 //! call would prepare every statement on every call (a few percent of a `cmp_context` call), so each
 //! database connection keeps one wrapper, with its prepared statements, between calls.
 //!
+//! Each connection also keeps the session turn it stored last ([`LastTurn`]), for as long as its
+//! wrapper.
+//!
 //! A connection with live statements cannot close, so the kept wrapper lives exactly as long as the
 //! connection's `cmp_search` table is connected: `sqlite3_close` disconnects every virtual table
 //! before it checks for live statements (FTS5 keeps its own statements the same way), and
 //! disconnecting `cmp_search` drops the wrapper, which finalizes them.
 
+use crate::session::LastTurn;
 use rusqlite::{ffi, Connection};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -31,6 +35,32 @@ fn slots() -> &'static Slots {
     SLOTS.get_or_init(Default::default)
 }
 
+type LastTurns = Mutex<HashMap<usize, LastTurn>>;
+
+/// The session turn each registered handle stored last: kept, like its wrapper, only while the
+/// handle is registered, so a handle's next turn never sees the turn of a closed connection.
+fn last_turns() -> &'static LastTurns {
+    static LAST: OnceLock<LastTurns> = OnceLock::new();
+    LAST.get_or_init(Default::default)
+}
+
+/// The session turn `conn` stored last, taken ([`crate::session::LastTurn`]).
+pub(crate) fn take_last_turn(conn: &Connection) -> Option<LastTurn> {
+    // SAFETY: the handle is only a key here, never dereferenced.
+    let key = unsafe { conn.handle() } as usize;
+    last_turns().lock().ok()?.remove(&key)
+}
+
+/// Keeps the session turn `conn` stored last, if `conn`'s handle is registered.
+pub(crate) fn keep_last_turn(conn: &Connection, turn: Option<LastTurn>) {
+    // SAFETY: the handle is only a key here, never dereferenced.
+    let key = unsafe { conn.handle() } as usize;
+    let registered = slots().lock().is_ok_and(|s| s.contains_key(&key));
+    if let (Some(turn), true, Ok(mut last)) = (turn, registered, last_turns().lock()) {
+        last.insert(key, turn);
+    }
+}
+
 /// Called when `db`'s `cmp_search` table is connected: from now on its wrapper may be kept.
 pub(crate) fn register(db: *mut ffi::sqlite3) {
     if let Ok(mut s) = slots().lock() {
@@ -41,6 +71,9 @@ pub(crate) fn register(db: *mut ffi::sqlite3) {
 /// Called when `db`'s `cmp_search` table is disconnected (at the latest while `db` closes): its
 /// wrapper and its prepared statements go.
 pub(crate) fn unregister(db: *mut ffi::sqlite3) {
+    if let Ok(mut last) = last_turns().lock() {
+        last.remove(&(db as usize));
+    }
     let kept = slots().lock().ok().and_then(|mut s| s.remove(&(db as usize)));
     // Finalized outside the lock.
     drop(kept);

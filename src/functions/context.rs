@@ -172,7 +172,8 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
     let h = time::julian(o.horizon());
     // Retrieval's candidates are eligible at this horizon: the turn need not read them again.
     let live: std::collections::HashSet<&str> = g.items.iter().map(|it| it.r#ref.as_str()).collect();
-    session::run_turn(conn, sid, &o.scope, h, &time::format(o.now), &live, |turn| {
+    let mut last = super::conn::take_last_turn(conn);
+    let out = session::run_turn(conn, sid, &o.scope, h, &time::format(o.now), &live, &mut last, |turn| {
         let legend = if turn.state.legend.as_deref() == Some(legend_id.as_str()) { Legend::Held } else { kind };
         let layout = context::layout(o, g.counter, true, legend);
         let fitted = fit(conn, req, g, &layout, Some(turn), Some(sid))?;
@@ -184,7 +185,9 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
             next.legend = Some(legend_id.clone());
         }
         Ok((fitted.text, next))
-    })
+    });
+    super::conn::keep_last_turn(conn, last);
+    out
 }
 
 /// Stores the pin of a pack when the call asked for one.

@@ -20,5 +20,5 @@ pub use memories::{
     live_head, memory_from_row, memory_from_row_at, parse_entities, remember, Kind, Memory, NewMemory, RememberError,
     Remembered, MEMORY_COLS,
 };
-pub use schema::{init, initialized, meta, unwritable, SCHEMA_SQL, SCHEMA_VERSION};
-pub use sessions::{load_session, put_pin, ref_status, reset_session, save_session, Status};
+pub use schema::{init, initialized, meta, unwritable, write_mark, WriteMark, SCHEMA_SQL, SCHEMA_VERSION};
+pub use sessions::{any_superseded, load_session, put_pin, ref_status, reset_session, save_session, Status};

@@ -1,5 +1,6 @@
-//! The `cmp_meta` table and the schema: creating and upgrading it, its version, and whether this
-//! connection can write at all.
+//! The `cmp_meta` table and the schema: creating and upgrading it, its version, whether this
+//! connection can write at all, and whether the database changed since a moment this connection
+//! saw ([`WriteMark`]).
 
 use crate::error::{Error, Result};
 use rusqlite::{Connection, OptionalExtension};
@@ -138,6 +139,26 @@ pub fn entity_generation(conn: &Connection) -> rusqlite::Result<(String, i64)> {
     .query_row([], |r| {
         Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), r.get::<_, Option<i64>>(1)?.unwrap_or(0)))
     })
+}
+
+/// A moment in the life of the database as one connection sees it: two marks of the same connection
+/// are equal only if nothing was written in between, by this connection (its count of changed rows,
+/// triggers' included: `sqlite3_total_changes`), by any other connection or process (`data_version`),
+/// or to the schema (`schema_version`). Writes through the incremental blob API bypass all three,
+/// as they bypass the triggers that index a row: cmp does not support them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteMark {
+    changes: u64,
+    data_version: i64,
+    schema_version: i64,
+}
+
+/// This connection's [`WriteMark`] now.
+pub fn write_mark(conn: &Connection) -> rusqlite::Result<WriteMark> {
+    let (data_version, schema_version) = conn
+        .prepare_cached("SELECT data_version, schema_version FROM pragma_data_version, pragma_schema_version")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(WriteMark { changes: conn.total_changes(), data_version, schema_version })
 }
 
 /// Errors clearly when `cmp_init()` has not run on this database, or ran with an older version.

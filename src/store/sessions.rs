@@ -77,6 +77,13 @@ pub fn reset_session(conn: &Connection, session_id: &str, scope: &str) -> rusqli
         .map(|n| n > 0)
 }
 
+/// Whether any memory row, of any scope, names a row that supersedes it: if none does, which rows
+/// are superseded does not depend on the horizon. One probe of a partial index.
+pub fn any_superseded(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM cmp_memories WHERE superseded_by IS NOT NULL)")?
+        .query_row([], |r| r.get(0))
+}
+
 /// What a session's known refs are now ([`ref_status`]).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Statuses {

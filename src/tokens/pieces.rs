@@ -219,43 +219,36 @@ fn piece_tokens(enc: Encoding, seen: &mut Seen, piece: &str, encode: &impl Fn(&s
 
 /// Tokens of a piece longer than [`MAX_KEPT_BYTES`].
 fn long_piece_tokens(piece: &str, encode: &impl Fn(&str) -> usize) -> usize {
-    if !is_long_space_run(piece) {
-        return encode(piece);
-    }
-    let mut last: Option<(&str, usize)> = None;
-    let mut total = 0;
-    for part in char_parts(piece, MAX_SPACE_RUN) {
-        let n = match last {
-            Some((p, n)) if p == part => n,
-            _ => encode(part),
-        };
-        last = Some((part, n));
-        total += n;
-    }
-    total
+    long_piece_parts(piece).into_iter().map(|(part, times)| encode(part) * times).sum()
 }
 
 /// The tokens of a piece longer than [`MAX_KEPT_BYTES`] (`tokens` encodes a piece).
 fn long_piece_encoding(piece: &str, tokens: &impl Fn(&str) -> Vec<u32>) -> std::rc::Rc<[u32]> {
-    if !is_long_space_run(piece) {
-        return tokens(piece).into();
-    }
     let mut out = Vec::new();
-    let mut last: Option<(&str, std::ops::Range<usize>)> = None;
-    for part in char_parts(piece, MAX_SPACE_RUN) {
-        match &last {
-            Some((p, r)) if *p == part => {
-                let r = r.clone();
-                out.extend_from_within(r);
-            }
-            _ => {
-                let start = out.len();
-                out.extend(tokens(part));
-                last = Some((part, start..out.len()));
-            }
+    for (part, times) in long_piece_parts(piece) {
+        let t = tokens(part);
+        for _ in 0..times {
+            out.extend_from_slice(&t);
         }
     }
     out.into()
+}
+
+/// The parts a long piece is encoded in, each with how many times it repeats in a row: the whole
+/// piece once, or a long run of white space in parts of [`MAX_SPACE_RUN`] characters (a run of one
+/// character is then one part, repeated).
+fn long_piece_parts(piece: &str) -> Vec<(&str, usize)> {
+    if !is_long_space_run(piece) {
+        return vec![(piece, 1)];
+    }
+    let mut parts: Vec<(&str, usize)> = Vec::new();
+    for part in char_parts(piece, MAX_SPACE_RUN) {
+        match parts.last_mut() {
+            Some((p, times)) if *p == part => *times += 1,
+            _ => parts.push((part, 1)),
+        }
+    }
+    parts
 }
 
 /// A run of white space longer than [`MAX_SPACE_RUN`] characters may hold: counted in parts.
