@@ -1031,3 +1031,34 @@ fn a_session_evicts_rows_that_become_unreadable() {
     assert!(back["working_memory"]["new"].as_array().unwrap().iter().any(|n| n["ref"] == x.as_str()));
     assert_consistent(&conn);
 }
+
+/// A memory naming 20,000 entities (plain SQL does not bound them; `remember` does): its names were
+/// deduplicated by comparing each with every name kept before it, seconds per read of the row, and
+/// every pack reads it (a context neighbour). Now one pass; repeats that differ only in case still
+/// fold into the first spelling.
+#[test]
+fn a_memory_naming_thousands_of_entities_reads_in_linear_time() {
+    let conn = base();
+    let mut names: Vec<String> = (0..20_000).map(|i| format!("Guest{i:05}")).collect();
+    names.extend(["guest00007".to_string(), " GUEST00007 ".to_string(), String::new()]);
+    let id = raw(
+        &conn,
+        "id, content, entities, captured_at",
+        &format!(
+            "'mem_0dd000000e01', 'Orion launch party guest list', '{}', '2026-05-31T00:00:00Z'",
+            serde_json::to_string(&names).expect("names")
+        ),
+    );
+    let t0 = std::time::Instant::now();
+    let out: String =
+        q1(&conn, "SELECT cmp_context('orion launch party', NULL, 2000, NULL, ?1)", [json!({"now": NOW}).to_string()]);
+    assert!(parse(&out)["items"].is_array(), "{out}");
+    let n: i64 = q1(&conn, "SELECT count(*) FROM cmp_search('orion launch', ?1)", [json!({"now": NOW}).to_string()]);
+    assert!(n >= 1);
+    let doc: String = q1(&conn, "SELECT cmp_expand(?1, 'document')", [&id]);
+    let shown = parse(&doc)["document"]["entities"].as_array().map(Vec::len);
+    // 20,000 names: the three spellings of Guest00007 and the empty name fold away.
+    assert_eq!(shown, Some(20_000), "{}", &doc[..doc.len().min(300)]);
+    // Quadratic: 200 million comparisons a read, minutes in a debug build.
+    assert!(t0.elapsed() < std::time::Duration::from_secs(60), "{:?}", t0.elapsed());
+}

@@ -79,23 +79,20 @@ pub fn memory_from_row_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Memory> {
     })
 }
 
-/// Entity names from an `entities` JSON array; anything else yields no entities.
+/// Entity names from an `entities` JSON array (trimmed, empty ones and repeats that differ only in
+/// ASCII case dropped, first spelling kept); anything else yields no entities.
 pub fn parse_entities(json: &str) -> Vec<String> {
-    match serde_json::from_str::<serde_json::Value>(json) {
-        Ok(serde_json::Value::Array(a)) => {
-            let mut out: Vec<String> = Vec::new();
-            for v in a {
-                if let serde_json::Value::String(s) = v {
-                    let s = s.trim();
-                    if !s.is_empty() && !out.iter().any(|o| o.eq_ignore_ascii_case(s)) {
-                        out.push(s.to_string());
-                    }
-                }
-            }
-            out
+    let Ok(serde_json::Value::Array(a)) = serde_json::from_str::<serde_json::Value>(json) else { return Vec::new() };
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut out: Vec<String> = Vec::new();
+    for v in a {
+        let serde_json::Value::String(s) = v else { continue };
+        let s = s.trim();
+        if !s.is_empty() && seen.insert(s.to_ascii_lowercase()) {
+            out.push(s.to_string());
         }
-        _ => Vec::new(),
     }
+    out
 }
 
 /// Column `i` as text, whatever a plain-SQL write stored there: text (invalid UTF-8 replaced, so
