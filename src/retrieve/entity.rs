@@ -149,23 +149,32 @@ pub struct Gazetteer {
 impl Gazetteer {
     /// Builds the gazetteer from (id, name) pairs.
     pub fn build(entities: impl IntoIterator<Item = (i64, String)>) -> Self {
-        let mut by_key: std::collections::BTreeMap<String, (Vec<i64>, String)> = Default::default();
-        for (id, name) in entities {
-            let key = text::words(&name).join(" ");
-            if key.is_empty() {
+        // (key, order read, id, name): sorted by key, then as read, so a key's first name is the one
+        // read first.
+        let mut all: Vec<(String, usize, i64, String)> = Vec::new();
+        for (n, (id, name)) in entities.into_iter().enumerate() {
+            let key = key_of(&name);
+            if !key.is_empty() {
+                all.push((key, n, id, name));
+            }
+        }
+        all.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut ids: Vec<Vec<i64>> = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        let mut builder = fst::MapBuilder::memory();
+        let mut last: Option<String> = None;
+        for (key, _, id, name) in all {
+            if last.as_deref() == Some(key.as_str()) {
+                if let Some(v) = ids.last_mut() {
+                    v.push(id);
+                }
                 continue;
             }
-            let e = by_key.entry(key).or_insert_with(|| (Vec::new(), name.clone()));
-            e.0.push(id);
-        }
-        let mut ids = Vec::with_capacity(by_key.len());
-        let mut names = Vec::with_capacity(by_key.len());
-        let mut builder = fst::MapBuilder::memory();
-        for (i, (k, (v, n))) in by_key.into_iter().enumerate() {
-            // Keys come sorted and unique from the BTreeMap, so insert cannot fail.
-            let _ = builder.insert(k.as_bytes(), i as u64);
-            ids.push(v);
-            names.push(n);
+            // Keys come sorted and unique here, so insert cannot fail.
+            let _ = builder.insert(key.as_bytes(), names.len() as u64);
+            ids.push(vec![id]);
+            names.push(name);
+            last = Some(key);
         }
         let bytes = builder.into_inner().unwrap_or_default();
         let fst = Fst::new(bytes).unwrap_or_else(|_| empty_fst());
@@ -225,6 +234,18 @@ impl Gazetteer {
         }
         (ids, names)
     }
+}
+
+/// The gazetteer's key of an entity name: its words joined by one space.
+fn key_of(name: &str) -> String {
+    let mut key = String::new();
+    text::map_words(name, |w| {
+        if !key.is_empty() {
+            key.push(' ');
+        }
+        key.push_str(w);
+    });
+    key
 }
 
 fn empty_fst() -> Fst<Vec<u8>> {
@@ -337,5 +358,45 @@ mod tests {
         assert_eq!(names, vec!["Atlas Launch", "Dana Scully", "Zoë"]);
         assert_eq!(g.find("atlases dana").0, Vec::<i64>::new());
         assert!(Gazetteer::build(Vec::new()).find("anything").0.is_empty());
+    }
+
+    #[test]
+    fn names_that_share_a_key_are_one_name_shown_as_first_read() {
+        let g = Gazetteer::build(vec![(7, "dana-scully".into()), (3, "Dana Scully".into()), (9, " ".into())]);
+        assert_eq!(g.len(), 1);
+        assert_eq!(g.find("ask Dana Scully"), (vec![7, 3], vec!["dana-scully".to_string()]));
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The gazetteer finds what a map from each key to its ids and first name finds.
+        #[test]
+        fn finds_what_a_map_of_keys_finds(
+            names in prop::collection::vec(prop::sample::select(vec!["Dana", "dana", "Dana Scully", "DANA-scully", "Fox", "Zoë", "zoe", "Atlas Launch", "atlas", ""]), 0..12),
+            task in prop::collection::vec(prop::sample::select(vec!["dana", "scully", "fox", "zoe", "atlas", "launch", "and"]), 0..8),
+        ) {
+            let entities: Vec<(i64, String)> = names.iter().enumerate().map(|(i, n)| (i as i64 * 3 + 1, n.to_string())).collect();
+            let mut want: std::collections::BTreeMap<String, (Vec<i64>, String)> = Default::default();
+            for (id, n) in &entities {
+                let key = text::words(n).join(" ");
+                if !key.is_empty() {
+                    want.entry(key).or_insert_with(|| (Vec::new(), n.clone())).0.push(*id);
+                }
+            }
+            let g = Gazetteer::build(entities.clone());
+            prop_assert_eq!(g.len(), want.len());
+            for (key, (ids, name)) in &want {
+                prop_assert_eq!(g.find(key), (ids.clone(), vec![name.clone()]));
+            }
+            let task = task.join(" ");
+            let (found, shown) = g.find(&task);
+            for n in &shown {
+                prop_assert!(want.values().any(|(_, first)| first == n), "{} is no first name", n);
+            }
+            prop_assert!(found.iter().all(|id| entities.iter().any(|(i, _)| i == id)));
+        }
     }
 }
