@@ -545,6 +545,48 @@ mod tests {
         .expect("turn")
     }
 
+    /// A turn at horizon `h` serving `pack` (all of it `live`), keeping what it stored in `last`.
+    fn kept_turn(conn: &Connection, pack: &[&str], h: f64, last: &mut Option<LastTurn>) {
+        let live: HashSet<&str> = pack.iter().copied().collect();
+        run_turn(conn, "sid", "s", h, "2025-01-01T00:00:00Z", &live, last, |t| {
+            let next = advance(&t.state, &refs(pack), 10, &[], &t.status).0;
+            Ok(((), next))
+        })
+        .expect("turn");
+    }
+
+    #[test]
+    fn the_last_turn_holds_until_a_write_or_a_new_horizon_with_superseded_rows() {
+        let conn = store_with(&["a", "b", "c"]);
+        let (h, mut last) = (2_460_000.0, None);
+        kept_turn(&conn, &["a", "b"], h, &mut last);
+        let still = |last: &Option<LastTurn>, h: f64| {
+            let stored = store::load_session(&conn, "sid", "s").expect("load");
+            last.clone().expect("kept").still(&conn, "sid", "s", stored.as_deref(), h).expect("still").is_some()
+        };
+        assert!(still(&last, h), "nothing written since");
+        assert!(still(&last, h + 1.0), "no row is superseded: any horizon");
+        let other = |sid: &str, scope: &str| {
+            let stored = store::load_session(&conn, "sid", "s").expect("load");
+            last.clone().expect("kept").still(&conn, sid, scope, stored.as_deref(), h).expect("still").is_some()
+        };
+        assert!(!other("sid2", "s") && !other("sid", "t"), "another session or scope");
+        conn.execute("UPDATE cmp_memories SET redacted = 1 WHERE id = 'c'", []).expect("redact");
+        assert!(!still(&last, h), "a write since, even to a row the session does not hold");
+        kept_turn(&conn, &["a"], h, &mut last);
+        assert!(still(&last, h));
+        conn.execute("UPDATE cmp_memories SET superseded_by = 'b', superseded_at = '2100-01-01' WHERE id = 'c'", [])
+            .expect("supersede");
+        kept_turn(&conn, &["a"], h, &mut last);
+        assert!(still(&last, h) && !still(&last, h + 1.0), "a superseded row: the same horizon only");
+        // A turn that served a ref neither held nor known to be live keeps nothing.
+        run_turn(&conn, "sid", "s", h, "2025-01-01T00:00:00Z", &HashSet::new(), &mut last, |t| {
+            Ok(((), advance(&t.state, &refs(&["d"]), 10, &[], &t.status).0))
+        })
+        .expect("turn");
+        assert!(last.is_none());
+    }
+
     #[test]
     fn a_state_stored_before_row_hints_loads_and_gains_them() {
         let conn = store_with(&["a", "b"]);
