@@ -4,8 +4,10 @@
 //!
 //! Layers, outermost first: a bound on requests in flight (503 past it) and a per-request time limit
 //! (504); a body size cap (413); the bearer token (401 without a valid one), whose grant fixes the
-//! request's scope and write right (403 on a write with a read-only token). No token, secret or
-//! `Authorization` header is ever logged: this module logs nothing per request.
+//! request's scope and write right (403 on a write with a read-only token). Beneath them, our own
+//! accept loop: at most `--max-connections` open connections, each closed once it takes longer than
+//! `--header-timeout-secs` to send a request's head (`axum::serve` sets no such timeout). No token,
+//! secret or `Authorization` header is ever logged: this module logs nothing per request.
 
 use crate::db::Db;
 use crate::server::{CmpServer, Limits};
@@ -21,14 +23,19 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
 use futures::StreamExt;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 /// Settings of `cmp-mcp serve`.
@@ -44,6 +51,10 @@ pub struct Config {
     pub max_concurrent: usize,
     /// Time limit of one request.
     pub timeout: Duration,
+    /// Time a connection may take to send a request's head, and may stay idle between requests.
+    pub header_timeout: Duration,
+    /// Open connections at once; one more is closed as soon as it is accepted.
+    pub max_connections: usize,
     /// Host names accepted in the `Host` header of MCP requests besides the loopback ones.
     pub allowed_hosts: Vec<String>,
 }
@@ -57,6 +68,10 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 pub const DEFAULT_MAX_CONCURRENT: usize = 32;
 /// Default `--timeout-secs`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default `--header-timeout-secs`.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `--max-connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 #[derive(Clone)]
 struct App {
@@ -477,8 +492,7 @@ pub async fn serve(db: Db, cfg: Config) -> Result<(), String> {
     if live == 0 {
         eprintln!("cmp-mcp: warning: the database has no live token, so every request will get 401; create one with `cmp-mcp token create`");
     }
-    let listener =
-        tokio::net::TcpListener::bind(cfg.listen).await.map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+    let listener = TcpListener::bind(cfg.listen).await.map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("cmp-mcp: listening on http://{addr} (MCP at /mcp; /v1/context, /v1/expand, /v1/query, /v1/tools/call)");
     let stop = CancellationToken::new();
@@ -494,5 +508,73 @@ pub async fn serve(db: Db, cfg: Config) -> Result<(), String> {
         shutdown().await;
         stop.cancel();
     };
-    axum::serve(listener, router(app)).with_graceful_shutdown(signal).await.map_err(|e| e.to_string())
+    tokio::spawn(signal);
+    accept_loop(listener, app).await;
+    Ok(())
+}
+
+/// Accepts connections until `app.stop` is cancelled, at most `--max-connections` open at once: one
+/// past the limit is closed as soon as it is accepted, so file descriptors stay bounded. Then waits
+/// for the open connections to finish, at most the longer of the two time limits (streams end when
+/// `stop` is cancelled; only a client that stops reading could hold one longer).
+async fn accept_loop(listener: TcpListener, app: App) {
+    let max = app.cfg.max_connections;
+    let slots = Arc::new(Semaphore::new(max));
+    let router = router(app.clone());
+    let mut failing = false;
+    loop {
+        let accepted = tokio::select! {
+            _ = app.stop.cancelled() => break,
+            a = listener.accept() => a,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) if matches!(e.kind(), ConnectionAborted | ConnectionReset | ConnectionRefused) => continue,
+            Err(e) => {
+                // Out of file descriptors (EMFILE) or the like: wait for some to close; log the first
+                // error of a run of them only.
+                if !failing {
+                    eprintln!("cmp-mcp: cannot accept a connection ({e}); retrying");
+                }
+                failing = true;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        failing = false;
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        tokio::spawn(serve_connection(stream, router.clone(), app.cfg.header_timeout, app.stop.clone(), slot));
+    }
+    drop(listener);
+    let grace = app.cfg.timeout.max(app.cfg.header_timeout);
+    let _ = tokio::time::timeout(grace, slots.acquire_many(max as u32)).await;
+}
+
+/// Serves one connection over HTTP/1.1 until it closes; once `stop` is cancelled, until its request
+/// in flight is answered. hyper's header read timer (hyper 1.12, `proto/h1/conn.rs`) starts whenever
+/// the connection waits for a request head (`poll_read_head`): at the accept, and again when a
+/// response is done (`State::idle` resets the read state and asks for a read). It stops only when a
+/// whole head has arrived, so it bounds a connection that sends nothing, a head trickled a byte at a
+/// time and an idle keep-alive connection alike; it does not run while a response (an MCP event
+/// stream) is being written. No route needs an HTTP upgrade (MCP Streamable HTTP is plain requests
+/// and event streams, no WebSocket), so this is `serve_connection`, without upgrades.
+async fn serve_connection(
+    stream: TcpStream,
+    router: Router,
+    header_timeout: Duration,
+    stop: CancellationToken,
+    _slot: OwnedSemaphorePermit,
+) {
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    let conn = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router));
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = stop.cancelled() => conn.as_mut().graceful_shutdown(),
+    }
+    let _ = conn.await;
 }

@@ -30,8 +30,11 @@ Serves the cmp memory database at PATH to MCP clients.
                   scope it is confined to. A non-loopback ADDR is refused while no token exists.
                   limits: --max-body-bytes N (default 262144), --max-text-bytes N (longest task,
                   query or memory; default 16384), --max-concurrent N (requests in flight; default
-                  32), --timeout-secs N (per request; default 30), --allowed-host NAME (a Host name
-                  MCP requests may carry besides the loopback ones; repeatable)
+                  32), --timeout-secs N (per request; default 30), --header-timeout-secs N (to send
+                  a request's head, and idle between requests; default 10), --max-connections N
+                  (open at once, more are closed at once; default 256, keep it above
+                  --max-concurrent), --allowed-host NAME (a Host name MCP requests may carry
+                  besides the loopback ones; repeatable)
   token create    prints a new token once (only its hash is stored); --read-only refuses remember
   token list      id, scope, access, label, created and revoked times (never a secret)
   token revoke    revokes a token by id (or the token itself); takes effect on the next request
@@ -53,6 +56,8 @@ enum Cli {
         max_text_bytes: usize,
         max_concurrent: usize,
         timeout: Duration,
+        header_timeout: Duration,
+        max_connections: usize,
         allowed_hosts: Vec<String>,
     },
     TokenCreate {
@@ -71,6 +76,11 @@ enum Cli {
     Help,
     Version,
 }
+
+/// Longest `--timeout-secs` and `--header-timeout-secs`: a day.
+const MAX_SECS: usize = 86_400;
+/// Most `--max-connections`.
+const MAX_CONNECTIONS: usize = 1_000_000;
 
 /// Flags and positional words of one command line.
 #[derive(Default)]
@@ -131,13 +141,24 @@ impl Flags {
     }
 
     fn number(&self, name: &str, default: usize) -> Result<usize, String> {
+        self.number_at_most(name, default, usize::MAX)
+    }
+
+    fn number_at_most(&self, name: &str, default: usize, max: usize) -> Result<usize, String> {
         match self.one(name)? {
             None => Ok(default),
             Some(v) => match v.parse::<usize>() {
-                Ok(n) if n > 0 => Ok(n),
+                Ok(n) if n > 0 && n <= max => Ok(n),
+                Ok(n) if n > max => Err(format!("{name} must be at most {max}, got {v:?}")),
                 _ => Err(format!("{name} must be a positive integer, got {v:?}")),
             },
         }
+    }
+
+    /// A positive number of seconds, at most a day (a deadline past that would overflow `Instant`
+    /// for the largest numbers).
+    fn seconds(&self, name: &str, default: Duration) -> Result<Duration, String> {
+        Ok(Duration::from_secs(self.number_at_most(name, default.as_secs() as usize, MAX_SECS)? as u64))
     }
 }
 
@@ -167,6 +188,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Cli, String> {
                 "--max-text-bytes",
                 "--max-concurrent",
                 "--timeout-secs",
+                "--header-timeout-secs",
+                "--max-connections",
                 "--allowed-host",
             ])?;
             if let Some(w) = f.words.first() {
@@ -182,9 +205,13 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Cli, String> {
                 max_body_bytes: f.number("--max-body-bytes", http::DEFAULT_MAX_BODY_BYTES)?,
                 max_text_bytes: f.number("--max-text-bytes", tools::DEFAULT_MAX_TEXT_BYTES)?,
                 max_concurrent: f.number("--max-concurrent", http::DEFAULT_MAX_CONCURRENT)?,
-                timeout: Duration::from_secs(
-                    f.number("--timeout-secs", http::DEFAULT_TIMEOUT.as_secs() as usize)? as u64
-                ),
+                timeout: f.seconds("--timeout-secs", http::DEFAULT_TIMEOUT)?,
+                header_timeout: f.seconds("--header-timeout-secs", http::DEFAULT_HEADER_TIMEOUT)?,
+                max_connections: f.number_at_most(
+                    "--max-connections",
+                    http::DEFAULT_MAX_CONNECTIONS,
+                    MAX_CONNECTIONS,
+                )?,
                 allowed_hosts: f.all("--allowed-host"),
             })
         }
@@ -332,8 +359,27 @@ fn main() -> ExitCode {
     };
     let outcome = match cli {
         Cli::Stdio { db, scope } => block_on(false, 512, serve_stdio(db, scope)),
-        Cli::Serve { db, listen, max_body_bytes, max_text_bytes, max_concurrent, timeout, allowed_hosts } => {
-            let cfg = http::Config { listen, max_body_bytes, max_text_bytes, max_concurrent, timeout, allowed_hosts };
+        Cli::Serve {
+            db,
+            listen,
+            max_body_bytes,
+            max_text_bytes,
+            max_concurrent,
+            timeout,
+            header_timeout,
+            max_connections,
+            allowed_hosts,
+        } => {
+            let cfg = http::Config {
+                listen,
+                max_body_bytes,
+                max_text_bytes,
+                max_concurrent,
+                timeout,
+                header_timeout,
+                max_connections,
+                allowed_hosts,
+            };
             block_on(true, max_concurrent + 8, async move { http::serve(db::Db::open(&db)?, cfg).await })
         }
         token => run_token(token),
@@ -371,14 +417,52 @@ mod tests {
     #[test]
     fn serve_and_token_command_lines() {
         match parse(&["serve", "--db", "m.db", "--listen", "127.0.0.1:0", "--max-concurrent=4"]) {
-            Ok(Cli::Serve { listen, max_concurrent, max_body_bytes, timeout, .. }) => {
+            Ok(Cli::Serve {
+                listen, max_concurrent, max_body_bytes, timeout, header_timeout, max_connections, ..
+            }) => {
                 assert_eq!(listen.to_string(), "127.0.0.1:0");
                 assert_eq!(max_concurrent, 4);
                 assert_eq!(max_body_bytes, http::DEFAULT_MAX_BODY_BYTES);
                 assert_eq!(timeout, http::DEFAULT_TIMEOUT);
+                assert_eq!(header_timeout, Duration::from_secs(10));
+                assert_eq!(max_connections, 256);
             }
             other => panic!("{other:?}"),
         }
+        let serve = |extra: &[&str]| {
+            let mut a = vec!["serve", "--db", "m.db", "--listen", "127.0.0.1:1"];
+            a.extend_from_slice(extra);
+            parse(&a)
+        };
+        match serve(&["--header-timeout-secs", "3", "--max-connections=7"]) {
+            Ok(Cli::Serve { header_timeout, max_connections, .. }) => {
+                assert_eq!((header_timeout, max_connections), (Duration::from_secs(3), 7));
+            }
+            other => panic!("{other:?}"),
+        }
+        for (flag, bad) in
+            [("--header-timeout-secs", "0"), ("--header-timeout-secs", "soon"), ("--header-timeout-secs", "-1")]
+        {
+            assert_eq!(
+                serve(&[flag, bad]).unwrap_err(),
+                format!("--header-timeout-secs must be a positive integer, got {bad:?}")
+            );
+        }
+        assert_eq!(
+            serve(&["--header-timeout-secs", "86401"]).unwrap_err(),
+            "--header-timeout-secs must be at most 86400, got \"86401\""
+        );
+        assert_eq!(
+            serve(&["--timeout-secs", "18446744073709551615"]).unwrap_err(),
+            "--timeout-secs must be at most 86400, got \"18446744073709551615\""
+        );
+        assert_eq!(
+            serve(&["--max-connections", "0"]).unwrap_err(),
+            "--max-connections must be a positive integer, got \"0\""
+        );
+        assert!(serve(&["--max-connections", "many"]).unwrap_err().contains("positive integer"));
+        assert!(serve(&["--max-connections", "1000001"]).unwrap_err().contains("at most 1000000"));
+        assert!(serve(&["--max-connections", "1", "--max-connections", "2"]).unwrap_err().contains("given twice"));
         assert!(parse(&["serve", "--db", "m.db"]).unwrap_err().contains("--listen"));
         assert!(parse(&["serve", "--db", "m.db", "--listen", "localhost"]).unwrap_err().contains("--listen"));
         assert!(parse(&["serve", "--db", "m.db", "--listen", "127.0.0.1:1", "--scope", "x"])

@@ -1,6 +1,6 @@
 //! The HTTP surface over real HTTP on 127.0.0.1: every route and tool, MCP over Streamable HTTP, the
 //! token rules (none, wrong, revoked, read-only write, another scope), malformed and oversized
-//! requests, the in-flight bound and the time limit.
+//! requests, the in-flight bound and the time limit, the header read timeout and the connection limit.
 
 mod common;
 
@@ -448,4 +448,99 @@ fn mcp_checks_the_host_header() {
     assert_eq!(raw(&server.addr.to_string()).status, 200, "loopback");
     let evil = raw("evil.example.com");
     assert!((400..500).contains(&evil.status), "a rebinding host is refused: {evil:?}");
+}
+
+/// Reads `s` until the server closes it; panics if that takes longer than `limit`. Returns the time
+/// it took and what the server sent.
+fn closed_within(s: &mut TcpStream, limit: Duration) -> (Duration, Vec<u8>) {
+    use std::io::Read;
+    let started = Instant::now();
+    s.set_read_timeout(Some(limit)).expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                panic!("the server kept the connection open for {limit:?}; it sent {:?}", String::from_utf8_lossy(&got))
+            }
+            Err(_) => break, // reset: closed too
+        }
+    }
+    (started.elapsed(), got)
+}
+
+#[test]
+fn half_sent_silent_and_idle_connections_are_closed_at_the_header_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("memory.db");
+    seed(&db);
+    let tok = token(&db, "default", false);
+    let mut server = Server::start(&db, &["--header-timeout-secs", "1"]);
+    let a = server.addr;
+
+    // Half a request line and then nothing; nothing at all.
+    let mut half = TcpStream::connect(a).expect("connect");
+    half.write_all(b"GET /v1/context?task=Atl").expect("write");
+    let mut silent = TcpStream::connect(a).expect("connect");
+    for (what, s) in [("half a request line", &mut half), ("nothing", &mut silent)] {
+        let (took, got) = closed_within(s, Duration::from_secs(10));
+        assert!(took < Duration::from_secs(4), "{what}: closed after {took:?}");
+        assert!(got.is_empty(), "{what}: the server answered {:?}", String::from_utf8_lossy(&got));
+    }
+
+    // A head sent a byte every 100 ms is cut at the timeout too: bytes do not restart the timer.
+    let mut trickle = TcpStream::connect(a).expect("connect");
+    let started = Instant::now();
+    let cut = b"GET /healthz HTTP/1.1\r\nX-Pad: ".iter().chain([b'a'; 100].iter()).any(|b| {
+        std::thread::sleep(Duration::from_millis(100));
+        trickle.write_all(&[*b]).is_err()
+    });
+    assert!(cut && started.elapsed() < Duration::from_secs(4), "a trickled head held {:?}", started.elapsed());
+
+    // A kept-alive connection idle after its response is closed at the same timeout.
+    let mut keep = TcpStream::connect(a).expect("connect");
+    write!(keep, "GET /healthz HTTP/1.1\r\nHost: {a}\r\n\r\n").expect("write");
+    let (took, got) = closed_within(&mut keep, Duration::from_secs(10));
+    let r = parse(&got);
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+    assert!(took < Duration::from_secs(4), "an idle kept-alive connection closed after {took:?}");
+
+    // A normal request on a fresh connection still works.
+    let r = get(a, "/v1/context?task=Atlas", &tok);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(server.alive());
+}
+
+#[test]
+fn connections_past_the_limit_are_closed_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("memory.db");
+    seed(&db);
+    let tok = token(&db, "default", false);
+    let mut server = Server::start(&db, &["--max-connections", "2", "--header-timeout-secs", "2"]);
+    let a = server.addr;
+
+    // Two idle connections fill the limit; a third is closed as soon as it is accepted, unanswered.
+    let mut idle = [TcpStream::connect(a).expect("connect"), TcpStream::connect(a).expect("connect")];
+    std::thread::sleep(Duration::from_millis(300));
+    let mut third = TcpStream::connect(a).expect("connect");
+    let _ = write!(third, "GET /healthz HTTP/1.1\r\nHost: {a}\r\n\r\n");
+    let (took, got) = closed_within(&mut third, Duration::from_secs(10));
+    assert!(got.is_empty(), "past the limit, answered {:?}", String::from_utf8_lossy(&got));
+    assert!(took < Duration::from_secs(1), "the third connection closed after {took:?}");
+    assert!(server.alive());
+
+    // Once the idle ones are timed out, the slots come back.
+    for s in &mut idle {
+        let (took, _) = closed_within(s, Duration::from_secs(10));
+        assert!(took < Duration::from_secs(5), "an idle connection closed after {took:?}");
+    }
+    std::thread::sleep(Duration::from_millis(200)); // the slot is freed just after the socket closes
+    let r = get(a, "/v1/context?task=Atlas", &tok);
+    assert_eq!(r.status, 200, "{r:?}");
+    let h = request(a, "GET", "/healthz", &[], None);
+    assert_eq!((h.status, h.body.as_str()), (200, "ok"));
+    assert!(server.alive());
 }
