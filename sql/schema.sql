@@ -151,12 +151,15 @@ BEGIN
   UPDATE cmp_memories SET id = 'mem_' || lower(hex(randomblob(6))) WHERE rid = NEW.rid;
 END;
 
--- The entity gazetteer (an fst built by the extension) is rebuilt only when this counter moves.
+-- The entity gazetteer (an fst built by the extension) is rebuilt only when this value changes.
+-- Each change of the entity set draws a new random value (schema 6; a counter before): a counter
+-- that a rolled-back change had moved came back, after another change, to a value a gazetteer had
+-- been built at, with other entities.
 CREATE TRIGGER IF NOT EXISTS cmp_entities_ai AFTER INSERT ON cmp_entities BEGIN
-  UPDATE cmp_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'entity_gen';
+  UPDATE cmp_meta SET value = CAST(random() AS TEXT) WHERE key = 'entity_gen';
 END;
 CREATE TRIGGER IF NOT EXISTS cmp_entities_ad AFTER DELETE ON cmp_entities BEGIN
-  UPDATE cmp_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'entity_gen';
+  UPDATE cmp_meta SET value = CAST(random() AS TEXT) WHERE key = 'entity_gen';
 END;
 
 CREATE TRIGGER IF NOT EXISTS cmp_tasks_ai AFTER INSERT ON cmp_tasks WHEN NEW.id IS NULL BEGIN

@@ -198,6 +198,35 @@ fn entity_links_retrieve_without_a_word_match() {
     assert!(!refs(&search(&conn, "priya")).contains(&linked));
 }
 
+/// The entity gazetteer is cached by the entity set's generation. A transaction that added an
+/// entity, was read (building the gazetteer with it) and rolled back, then another entity added
+/// under the same generation number, must not leave the rolled-back name recognised and the new
+/// one not.
+#[test]
+fn a_rolled_back_entity_leaves_no_stale_name() {
+    let conn = open();
+    let with = |name: &str, n: usize| {
+        for i in 0..n {
+            insert_memory(&conn, &Mem::new(&format!("Filler note {i} about the weather")));
+        }
+        insert_memory(&conn, &Mem::new("Shipping notes").entities(&[name]))
+    };
+    with("Walter", 12);
+    assert!(!search(&conn, "what did walter ship?").is_empty());
+    conn.execute_batch("BEGIN").expect("begin");
+    let gone = with("Xavier", 0);
+    assert!(refs(&search(&conn, "what did xavier ship?")).contains(&gone));
+    conn.execute_batch("ROLLBACK").expect("rollback");
+    let new = with("Yolanda", 0);
+    let for_yolanda = search(&conn, "what did yolanda ship?");
+    let h = for_yolanda.iter().find(|h| h.r#ref == new).expect("the new entity is recognised");
+    assert!(h.retrievers().contains(&"entity".to_string()), "{:?}", h.retrievers());
+    assert!(
+        !search(&conn, "what did xavier ship?").iter().any(|h| h.retrievers().contains(&"entity".to_string())),
+        "the rolled-back name links to nothing"
+    );
+}
+
 #[test]
 fn recency_only_rows_have_no_relevance() {
     let conn = open();

@@ -273,10 +273,10 @@ fn init_is_idempotent() {
     let before = objects(&conn);
     let (db_id, secret) = (meta(&conn, "db_id"), meta(&conn, "secret"));
     let hits = search(&conn, "atlas friday");
-    assert_eq!(init(&conn), 5);
-    assert_eq!(init(&conn), 5);
+    assert_eq!(init(&conn), 6);
+    assert_eq!(init(&conn), 6);
     assert_eq!(objects(&conn), before);
-    assert_eq!(meta(&conn, "schema_version"), "5");
+    assert_eq!(meta(&conn, "schema_version"), "6");
     assert_eq!(meta(&conn, "db_id"), db_id);
     assert_eq!(meta(&conn, "secret"), secret);
     assert_eq!(search(&conn, "atlas friday"), hits);
@@ -318,8 +318,8 @@ fn upgrades_a_version_1_database_in_place() {
     cmp::register(&conn).unwrap();
     let debug: String = conn.query_row("SELECT cmp_debug()", [], |r| r.get(0)).unwrap();
     assert!(debug.contains("schema 1"), "{debug}");
-    assert_eq!(init(&conn), 5);
-    assert_eq!(meta(&conn, "schema_version"), "5");
+    assert_eq!(init(&conn), 6);
+    assert_eq!(meta(&conn, "schema_version"), "6");
     let names: Vec<String> = objects(&conn).into_iter().map(|o| o.1).collect();
     for want in ["cmp_sessions", "cmp_pins", "cmp_memories_scope_time"] {
         assert!(names.iter().any(|n| n == want), "{want} missing after upgrade");
@@ -346,8 +346,38 @@ fn upgrades_a_version_1_database_in_place() {
     // Upgraded once: a second open is a no-op.
     drop(conn);
     let again = open_file(&path);
-    assert_eq!(init(&again), 5);
+    assert_eq!(init(&again), 6);
     assert_consistent(&again);
+}
+
+/// Version 6 only replaced the two triggers that mark a change of the entity set: a version-5 store
+/// is read as it is, and `cmp_init()` upgrades it to the random marks.
+#[test]
+fn a_version_5_store_is_read_as_it_is_and_upgraded_by_init() {
+    let conn = open();
+    let id = insert_memory(&conn, &Mem::new("Atlas ships on Friday").entities(&["Atlas"]));
+    conn.execute_batch(
+        "DROP TRIGGER cmp_entities_ai; DROP TRIGGER cmp_entities_ad;
+         CREATE TRIGGER cmp_entities_ai AFTER INSERT ON cmp_entities BEGIN
+           UPDATE cmp_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'entity_gen';
+         END;
+         CREATE TRIGGER cmp_entities_ad AFTER DELETE ON cmp_entities BEGIN
+           UPDATE cmp_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'entity_gen';
+         END;
+         UPDATE cmp_meta SET value = '5' WHERE key = 'schema_version';",
+    )
+    .unwrap();
+    let version_5 = objects(&conn);
+    assert_eq!(refs(&search(&conn, "atlas")), [id]);
+    let dana = insert_memory(&conn, &Mem::new("Signs off on launches").entities(&["Dana"]));
+    let hits = search(&conn, "what does dana do");
+    assert!(hits.iter().any(|h| h.r#ref == dana && h.retrievers().contains(&"entity".to_string())), "{hits:?}");
+    assert_eq!(objects(&conn), version_5, "a read changes no object");
+    assert_eq!(init(&conn), 6);
+    let trigger: String =
+        conn.query_row("SELECT sql FROM sqlite_master WHERE name = 'cmp_entities_ai'", [], |r| r.get(0)).unwrap();
+    assert!(trigger.contains("random()"), "{trigger}");
+    assert_consistent(&conn);
 }
 
 #[test]
@@ -358,7 +388,7 @@ fn refuses_a_newer_schema() {
     let before = objects(&conn);
     let e = sql_error(&conn, "SELECT cmp_init()");
     assert!(e.starts_with("cmp_init: database schema version 99"), "{e}");
-    assert!(e.contains("(5)"), "names this build's version: {e}");
+    assert!(e.contains("(6)"), "names this build's version: {e}");
     assert_eq!(meta(&conn, "schema_version"), "99");
     assert_eq!(objects(&conn), before);
     let n: i64 = conn.query_row("SELECT count(*) FROM cmp_memories WHERE id = ?1", [&id], |r| r.get(0)).unwrap();

@@ -11,16 +11,23 @@ pub const SCHEMA_SQL: &str = include_str!("../../sql/schema.sql");
 /// 2 = adds sessions, pins and the recency index (all additive: schema.sql upgrades v1 in place);
 /// 3 = adds the character-pair index of spaceless scripts (`cmp_memories_ngram`, filled from the
 /// existing rows on upgrade); 4 = that index's triggers skip rows whose text is all ASCII; 5 = the
-/// index queue (`cmp_pending`, [`super::pending`]): writes queue rows, the extension indexes them.
-pub const SCHEMA_VERSION: i64 = 5;
+/// index queue (`cmp_pending`, [`super::pending`]): writes queue rows, the extension indexes them;
+/// 6 = a change of the entity set draws a random `entity_gen` instead of counting (see
+/// `sql/schema.sql`).
+pub const SCHEMA_VERSION: i64 = 6;
 
-/// Objects whose definition changed after they were created (in versions 4 and 5); `SCHEMA_SQL`
+/// The oldest version this build reads without `cmp_init()`: version 6 only replaced two triggers,
+/// so a version-5 store works as it is (with its gazetteer counter) until `cmp_init()` upgrades it.
+const OLDEST_READ: i64 = 5;
+
+/// Objects whose definition changed after they were created (in versions 4, 5 and 6); `SCHEMA_SQL`
 /// creates them again. Every row of an older store is indexed, so the new queue starts empty.
 const REPLACED: &str = "DROP TRIGGER IF EXISTS cmp_memories_ai; DROP TRIGGER IF EXISTS cmp_memories_ad;
      DROP TRIGGER IF EXISTS cmp_memories_au_text; DROP TRIGGER IF EXISTS cmp_memories_au_entities;
      DROP TRIGGER IF EXISTS cmp_memories_ngram_ai; DROP TRIGGER IF EXISTS cmp_memories_ngram_bd;
      DROP TRIGGER IF EXISTS cmp_memories_ngram_bu; DROP TRIGGER IF EXISTS cmp_memories_ngram_au;
-     DROP VIEW IF EXISTS cmp_memories_indexable; DROP VIEW IF EXISTS cmp_memories_grams;";
+     DROP VIEW IF EXISTS cmp_memories_indexable; DROP VIEW IF EXISTS cmp_memories_grams;
+     DROP TRIGGER IF EXISTS cmp_entities_ai; DROP TRIGGER IF EXISTS cmp_entities_ad;";
 
 /// Creates or upgrades the schema. Idempotent.
 pub fn init(conn: &Connection) -> Result<i64> {
@@ -52,7 +59,7 @@ pub fn init(conn: &Connection) -> Result<i64> {
     }
     // All-or-nothing: a failure leaves the database as it was.
     conn.execute_batch("SAVEPOINT cmp_init")?;
-    // Versions 4 and 5 changed triggers and views: replace the older ones.
+    // Versions 4, 5 and 6 changed triggers and views: replace the older ones.
     let replace = if current.is_some_and(|v| v < SCHEMA_VERSION) { REPLACED } else { "" };
     let r = conn.execute_batch(replace).and_then(|_| conn.execute_batch(SCHEMA_SQL)).and_then(|_| {
         // The character-pair index arrived in version 3: index the rows written before it.
@@ -161,10 +168,11 @@ pub fn write_mark(conn: &Connection) -> rusqlite::Result<WriteMark> {
     Ok(WriteMark { changes: conn.total_changes(), data_version, schema_version })
 }
 
-/// Errors clearly when `cmp_init()` has not run on this database, or ran with an older version.
+/// Errors clearly when `cmp_init()` has not run on this database, or ran with a version older than
+/// [`OLDEST_READ`].
 pub fn require(conn: &Connection) -> Result<()> {
     let msg = match meta(conn, "schema_version").and_then(|v| v.parse::<i64>().ok()) {
-        Some(v) if v == SCHEMA_VERSION => return Ok(()),
+        Some(v) if (OLDEST_READ..=SCHEMA_VERSION).contains(&v) => return Ok(()),
         Some(v) if v < SCHEMA_VERSION => {
             format!("the cmp schema is version {v}; run SELECT cmp_init() to upgrade it to {SCHEMA_VERSION}")
         }
