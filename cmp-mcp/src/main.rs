@@ -45,34 +45,11 @@ Serves the cmp memory database at PATH to MCP clients.
 /// What the command line asks for.
 #[derive(Debug, PartialEq)]
 enum Cli {
-    Stdio {
-        db: PathBuf,
-        scope: String,
-    },
-    Serve {
-        db: PathBuf,
-        listen: SocketAddr,
-        max_body_bytes: usize,
-        max_text_bytes: usize,
-        max_concurrent: usize,
-        timeout: Duration,
-        header_timeout: Duration,
-        max_connections: usize,
-        allowed_hosts: Vec<String>,
-    },
-    TokenCreate {
-        db: PathBuf,
-        scope: String,
-        read_only: bool,
-        label: Option<String>,
-    },
-    TokenList {
-        db: PathBuf,
-    },
-    TokenRevoke {
-        db: PathBuf,
-        id: String,
-    },
+    Stdio { db: PathBuf, scope: String },
+    Serve { db: PathBuf, cfg: http::Config },
+    TokenCreate { db: PathBuf, scope: String, read_only: bool, label: Option<String> },
+    TokenList { db: PathBuf },
+    TokenRevoke { db: PathBuf, id: String },
     Help,
     Version,
 }
@@ -199,8 +176,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Cli, String> {
             let listen = listen
                 .parse::<SocketAddr>()
                 .map_err(|_| format!("--listen must be an IP address and port like 127.0.0.1:8787, got {listen:?}"))?;
-            Ok(Cli::Serve {
-                db: f.db()?,
+            let cfg = http::Config {
                 listen,
                 max_body_bytes: f.number("--max-body-bytes", http::DEFAULT_MAX_BODY_BYTES)?,
                 max_text_bytes: f.number("--max-text-bytes", tools::DEFAULT_MAX_TEXT_BYTES)?,
@@ -213,7 +189,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Cli, String> {
                     MAX_CONNECTIONS,
                 )?,
                 allowed_hosts: f.all("--allowed-host"),
-            })
+            };
+            Ok(Cli::Serve { db: f.db()?, cfg })
         }
         Some("token") => {
             let sub = args.get(1).cloned().unwrap_or_default();
@@ -359,28 +336,9 @@ fn main() -> ExitCode {
     };
     let outcome = match cli {
         Cli::Stdio { db, scope } => block_on(false, 512, serve_stdio(db, scope)),
-        Cli::Serve {
-            db,
-            listen,
-            max_body_bytes,
-            max_text_bytes,
-            max_concurrent,
-            timeout,
-            header_timeout,
-            max_connections,
-            allowed_hosts,
-        } => {
-            let cfg = http::Config {
-                listen,
-                max_body_bytes,
-                max_text_bytes,
-                max_concurrent,
-                timeout,
-                header_timeout,
-                max_connections,
-                allowed_hosts,
-            };
-            block_on(true, max_concurrent + 8, async move { http::serve(db::Db::open(&db)?, cfg).await })
+        Cli::Serve { db, cfg } => {
+            let threads = cfg.max_concurrent + 8;
+            block_on(true, threads, async move { http::serve(db::Db::open(&db)?, cfg).await })
         }
         token => run_token(token),
     };
@@ -417,15 +375,13 @@ mod tests {
     #[test]
     fn serve_and_token_command_lines() {
         match parse(&["serve", "--db", "m.db", "--listen", "127.0.0.1:0", "--max-concurrent=4"]) {
-            Ok(Cli::Serve {
-                listen, max_concurrent, max_body_bytes, timeout, header_timeout, max_connections, ..
-            }) => {
-                assert_eq!(listen.to_string(), "127.0.0.1:0");
-                assert_eq!(max_concurrent, 4);
-                assert_eq!(max_body_bytes, http::DEFAULT_MAX_BODY_BYTES);
-                assert_eq!(timeout, http::DEFAULT_TIMEOUT);
-                assert_eq!(header_timeout, Duration::from_secs(10));
-                assert_eq!(max_connections, 256);
+            Ok(Cli::Serve { cfg, .. }) => {
+                assert_eq!(cfg.listen.to_string(), "127.0.0.1:0");
+                assert_eq!(cfg.max_concurrent, 4);
+                assert_eq!(cfg.max_body_bytes, http::DEFAULT_MAX_BODY_BYTES);
+                assert_eq!(cfg.timeout, http::DEFAULT_TIMEOUT);
+                assert_eq!(cfg.header_timeout, Duration::from_secs(10));
+                assert_eq!(cfg.max_connections, 256);
             }
             other => panic!("{other:?}"),
         }
@@ -435,8 +391,8 @@ mod tests {
             parse(&a)
         };
         match serve(&["--header-timeout-secs", "3", "--max-connections=7"]) {
-            Ok(Cli::Serve { header_timeout, max_connections, .. }) => {
-                assert_eq!((header_timeout, max_connections), (Duration::from_secs(3), 7));
+            Ok(Cli::Serve { cfg, .. }) => {
+                assert_eq!((cfg.header_timeout, cfg.max_connections), (Duration::from_secs(3), 7));
             }
             other => panic!("{other:?}"),
         }
