@@ -287,14 +287,14 @@ impl LastTurn {
             return Ok(None);
         }
         let (sid, scope, h) = at;
-        let mark = store::write_mark(conn)?;
+        let Some(mark) = store::write_mark(conn)? else { return Ok(None) };
         Ok(Some(LastTurn { sid: sid.into(), scope: scope.into(), text, state: next, h, mark }))
     }
 
     /// This turn's state, if `stored` is the state it stored and its refs are all still live at `h`.
     fn still(self, conn: &Connection, sid: &str, scope: &str, stored: Option<&str>, h: f64) -> Result<Option<State>> {
         let same = self.sid == sid && self.scope == scope && stored == Some(self.text.as_str());
-        if !same || store::write_mark(conn)? != self.mark {
+        if !same || store::write_mark(conn)? != Some(self.mark) {
             return Ok(None);
         }
         // A NaN horizon equals none: only a store without superseded rows keeps its turn then.
@@ -584,6 +584,18 @@ mod tests {
             Ok(((), advance(&t.state, &refs(&["d"]), 10, &[], &t.status).0))
         })
         .expect("turn");
+        assert!(last.is_none());
+    }
+
+    #[test]
+    fn a_connection_with_another_database_attached_keeps_no_turn() {
+        let conn = store_with(&["a"]);
+        let mut last = None;
+        kept_turn(&conn, &["a"], 2_460_000.0, &mut last);
+        assert!(last.is_some());
+        // Another connection's write to the attached file would not move main's data_version.
+        conn.execute_batch("ATTACH ':memory:' AS other").expect("attach");
+        kept_turn(&conn, &["a"], 2_460_000.0, &mut last);
         assert!(last.is_none());
     }
 

@@ -152,7 +152,8 @@ pub fn entity_generation(conn: &Connection) -> rusqlite::Result<(String, i64)> {
 /// are equal only if nothing was written in between, by this connection (its count of changed rows,
 /// triggers' included: `sqlite3_total_changes`), by any other connection or process (`data_version`),
 /// or to the schema (`schema_version`). Writes through the incremental blob API bypass all three,
-/// as they bypass the triggers that index a row: cmp does not support them.
+/// as they bypass the triggers that index a row: cmp does not support them. `data_version` is the
+/// main database's, so a connection with another database attached has no mark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteMark {
     changes: u64,
@@ -160,12 +161,16 @@ pub struct WriteMark {
     schema_version: i64,
 }
 
-/// This connection's [`WriteMark`] now.
-pub fn write_mark(conn: &Connection) -> rusqlite::Result<WriteMark> {
-    let (data_version, schema_version) = conn
-        .prepare_cached("SELECT data_version, schema_version FROM pragma_data_version, pragma_schema_version")?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(WriteMark { changes: conn.total_changes(), data_version, schema_version })
+/// This connection's [`WriteMark`] now; None while a database other than main and temp is attached.
+pub fn write_mark(conn: &Connection) -> rusqlite::Result<Option<WriteMark>> {
+    let (data_version, schema_version, attached) = conn
+        .prepare_cached(
+            "SELECT data_version, schema_version,
+                    (SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp'))
+             FROM pragma_data_version, pragma_schema_version",
+        )?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)?)))?;
+    Ok((attached == 0).then(|| WriteMark { changes: conn.total_changes(), data_version, schema_version }))
 }
 
 /// Errors clearly when `cmp_init()` has not run on this database, or ran with a version older than
