@@ -21,7 +21,7 @@ CREATE TEMP TABLE src(content TEXT, entities TEXT);
 INSERT INTO src SELECT 'Caroline: I went to the LGBTQ support group yesterday and it was so powerful, number '
   || value || '! What about you, Melanie?', '["Caroline"]' FROM generate_series(1, 20000);
 CREATE VIRTUAL TABLE plain USING fts5(content);
-SELECT 'variant ' || v || ': ' || CASE v WHEN 0 THEN 'cmp schema 5, insert' WHEN 1 THEN 'cmp schema 5, insert, then cmp_flush()'
+SELECT 'variant ' || v || ': ' || CASE v WHEN 0 THEN 'cmp schema, insert' WHEN 1 THEN 'cmp schema, insert, then cmp_flush()'
   WHEN 2 THEN 'row table and indexes only' WHEN 3 THEN 'schema 4 (indexing triggers)' ELSE 'plain FTS5 table' END FROM variant;
 BEGIN;
 .timer on
