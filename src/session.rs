@@ -1,7 +1,7 @@
 //! The per-session working_memory delta channel (docs/protocol.md, "Sessions"): what changed
 //! versus what this session was already served. [`advance`] and [`worst_delta`] are pure;
-//! [`run_turn`] reads the state and the facts about known refs through the store, and stores the
-//! next state with compare-and-swap.
+//! [`run_turn`] reads the state and the facts about known refs through the store (or, with the
+//! connection's [`LastTurn`], knows them unchanged), and stores the next state with compare-and-swap.
 //!
 //! Invariants (property-tested): **no leak** — `new` holds only refs served in this pack; `evicted`
 //! and `superseded` hold only refs this session was already given; **no resend** — a known ref is
