@@ -2,8 +2,8 @@
 //! every cost in packing and the envelope's `budget.used` come from a [`Counter`]:
 //!
 //! - gpt-family models are counted exactly with OpenAI's own tables (`o200k_base` for gpt-4o, o1, o3,
-//!   gpt-4.1, gpt-5 and bare "gpt"/"openai"; `cl100k_base` for gpt-4 and gpt-3.5), embedded by
-//!   `tiktoken-rs`;
+//!   gpt-4.1, gpt-5 and bare "gpt"/"openai"; `cl100k_base` for gpt-4 and gpt-3.5), laid out from
+//!   `tiktoken-rs` at build time and byte-pair encoded by [`bpe`];
 //! - every other model (claude, cursor, generic) gets an estimate: its tokenizer is not public, so
 //!   the count is `o200k_base`'s, the table the project calibrates against (it never undercounts
 //!   `o200k_base`; an earlier heuristic overcounted chat text by 14-18 % and Chinese by 21 %, which
@@ -13,12 +13,13 @@
 //! (or every packing round) that considers it. A text not seen before is counted piece by piece
 //! ([`pieces`]): its words are looked up, and only a piece no text had before is byte-pair encoded.
 
+mod bpe;
 mod pieces;
 
+use bpe::Table;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
-use tiktoken_rs::CoreBPE;
 
 /// How a profile counts tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,17 +85,17 @@ impl Counter {
         }
     }
 
-    fn bpe(self) -> &'static CoreBPE {
+    fn bpe(self) -> &'static Table {
         match self.encoding() {
-            pieces::Encoding::O200k => tiktoken_rs::o200k_base_singleton(),
-            pieces::Encoding::Cl100k => tiktoken_rs::cl100k_base_singleton(),
+            pieces::Encoding::O200k => bpe::o200k(),
+            pieces::Encoding::Cl100k => bpe::cl100k(),
         }
     }
 
     /// Tokens of `text` (0 for the empty text).
     pub fn count(self, text: &str) -> usize {
         let (enc, bpe) = (self.encoding(), self.bpe());
-        cached(enc, text, || pieces::count(enc, text, |p| bpe.encode_ordinary(p).len()))
+        cached(enc, text, || pieces::count(enc, text, |p| bpe.encode(p).len()))
     }
 
     /// Tokens of `text`, or any number above `cap` when it has more: a text far longer than any
@@ -153,16 +154,9 @@ fn floor_boundary(text: &str, i: usize) -> usize {
 }
 
 /// The longest prefix of `text` that holds at most `room` tokens, cut between tokens.
-fn bpe_prefix(enc: pieces::Encoding, bpe: &CoreBPE, text: &str, room: usize) -> String {
+fn bpe_prefix(enc: pieces::Encoding, bpe: &Table, text: &str, room: usize) -> String {
     let limit = floor_boundary(text, room.saturating_add(1).saturating_mul(MAX_BYTES_PER_TOKEN));
-    pieces::prefix(
-        enc,
-        &text[..limit],
-        room,
-        |p| bpe.encode_ordinary(p).len(),
-        |p| bpe.encode_ordinary(p),
-        |t| bpe.decode_bytes(t).unwrap_or_default(),
-    )
+    pieces::prefix(enc, &text[..limit], room, |p| bpe.encode(p).len(), |p| bpe.encode(p), |t| bpe.decode(t))
 }
 
 thread_local! {
