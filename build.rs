@@ -23,11 +23,12 @@ fn main() {
         ("cl100k", || tiktoken_rs::cl100k_base().expect("tiktoken-rs cl100k_base")),
     ];
     for (name, table) in tables {
-        let path = Path::new(&out).join(format!("{name}.v1.bpe"));
-        // The tables never change for a given tiktoken-rs: lay each out once per build directory
-        // (the name carries the layout's version).
-        if !path.exists() {
-            std::fs::write(&path, layout(&table())).expect("write the table");
+        let path = Path::new(&out).join(format!("{name}.bpe"));
+        // Laid out on every run (about a second), written only when it changed: a table never goes
+        // stale, and an unchanged one does not make the crate build again.
+        let bytes = layout(&table());
+        if std::fs::read(&path).ok().as_deref() != Some(bytes.as_slice()) {
+            std::fs::write(&path, bytes).expect("write the table");
         }
     }
 }

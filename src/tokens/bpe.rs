@@ -10,8 +10,8 @@ use rustc_hash::FxHashMap;
 use std::collections::BinaryHeap;
 use std::sync::OnceLock;
 
-static O200K_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.v1.bpe"));
-static CL100K_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.v1.bpe"));
+static O200K_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.bpe"));
+static CL100K_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.bpe"));
 
 /// Pieces at least this long are merged with a heap (tiktoken's threshold).
 const LARGE_PIECE: usize = 100;
