@@ -64,7 +64,9 @@ impl Table {
         self.ranks.get(bytes).copied()
     }
 
-    /// The tokens of one piece (a match of the table's pre-tokenizer pattern).
+    /// The tokens of one piece (a match of the table's pre-tokenizer pattern). Every single byte
+    /// has a rank in both tables and a merge only joins a pair that has one, so every part found has
+    /// a rank (tiktoken indexes them and would panic otherwise).
     pub fn encode(&self, piece: &str) -> Vec<u32> {
         let piece = piece.as_bytes();
         if piece.is_empty() {

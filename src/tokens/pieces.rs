@@ -196,12 +196,14 @@ thread_local! {
 /// is encoded each time, so the table's memory stays bounded whatever the stored texts are.
 const MAX_KEPT_BYTES: usize = 64;
 
-/// Most characters of a run of white space handed to `encode` whole. The encodings' own pattern
-/// (which `encode` runs) overflows its backtracking stack on a run of about a million white-space
-/// characters, and tiktoken-rs then panics; a longer run is counted in parts of this many
-/// characters. A run of one repeated character (what text holds: spaces, tabs, no-break or
-/// ideographic spaces) encodes as a repeating pattern of tokens of 2^k characters, so parts of 2^14
-/// characters add up to the whole run's count, as a test checks against the encoder.
+/// Most characters of a run of white space handed to `encode` whole; a longer run is counted in
+/// parts of this many characters, and equal parts are merged once: a run of megabytes of one
+/// character costs one part's merge (and its memory, a few hundred kilobytes), not a merge of the
+/// whole run. (It was first a guard: tiktoken-rs's pattern overflowed its backtracking stack on a
+/// run of about a million and panicked; cmp no longer runs that pattern, see [`super::bpe`].) A run
+/// of one repeated character (what text holds: spaces, tabs, no-break or ideographic spaces)
+/// encodes as a repeating pattern of tokens of 2^k characters, so parts of 2^14 characters add up
+/// to the whole run's count, as a test checks against the encoder.
 const MAX_SPACE_RUN: usize = 1 << 14;
 
 /// Tokens of one piece: looked up, or encoded by `encode` the first time this thread meets it.
