@@ -268,6 +268,13 @@ mod tests {
         }
     }
 
+    #[test]
+    fn every_byte_has_a_rank_in_both_tables() {
+        for t in [o200k(), cl100k()] {
+            assert!((0..=255u8).all(|b| t.rank(&[b]).is_some()));
+        }
+    }
+
     use proptest::prelude::*;
 
     proptest! {
