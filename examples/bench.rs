@@ -21,6 +21,9 @@
 //! - vector retrieval over 384-dimensional user embeddings (`cmp_search('', {query_embedding})`)
 //!   against a brute-force cosine loop in Rust over the same blobs read with SELECT.
 //!
+//! `--per-task TSV` writes each task's milliseconds per timed step (a line per task), to tell the
+//! cost every call pays from the cost that grows with the query's matches.
+//!
 //! Also the bulk insert rate into `cmp_memories` (with cmp's triggers) against the same rows into a
 //! plain FTS5 table, each in one transaction on a fresh file database, and peak RSS.
 
@@ -70,12 +73,13 @@ struct Args {
     session_model: usize,
     session_seed: usize,
     touch: bool,
+    per_task: Option<String>,
 }
 
 const USAGE: &str = "usage: bench [--corpus real|generated] [--data ../shared/data] [--n 100000] [--db PATH] \
 [--tasks 200] [--seed 42] [--embed-every 10] [--rounds 1] [--warmup 20] [--insert-rows N] [--digest N] \
 [--steps topn,join,search,generic,claude,gpt,cursor,session,vector] [--session-model generic|claude|gpt|cursor] [--session-seed N] [--phases] \
-[--touch-between] [--json OUT]";
+[--touch-between] [--per-task TSV] [--json OUT]";
 
 fn parse_args() -> Res<Args> {
     let mut a = Args {
@@ -96,6 +100,7 @@ fn parse_args() -> Res<Args> {
         session_model: 0,
         session_seed: 0,
         touch: false,
+        per_task: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -116,6 +121,7 @@ fn parse_args() -> Res<Args> {
             "--digest" => a.digest = num("--digest", value("--digest")?)?,
             "--phases" => a.phases = true,
             "--touch-between" => a.touch = true,
+            "--per-task" => a.per_task = Some(value("--per-task")?),
             "--session-seed" => a.session_seed = num("--session-seed", value("--session-seed")?)?,
             "--session-model" => {
                 let m = value("--session-model")?;
@@ -794,6 +800,15 @@ fn run() -> Res<()> {
         }
     }
     eprintln!("bench: timed {} rounds × {} tasks in {:.1}s", a.rounds, tasks.len(), t.elapsed().as_secs_f64());
+    if let Some(f) = &a.per_task {
+        // One line per task: each timed step's milliseconds (in step order), then the task.
+        let mut o = String::new();
+        for (i, task) in tasks.iter().enumerate() {
+            let row: Vec<String> = times.iter().map(|t| format!("{:.4}", t[i].as_secs_f64() * 1000.0)).collect();
+            let _ = writeln!(o, "{}\t{}", row.join("\t"), task.replace('\t', " "));
+        }
+        std::fs::write(f, o).map_err(|e| format!("--per-task {f}: {e}"))?;
+    }
     let peak_query_kb = status_kb("VmHWM:");
     let phases = if a.phases && b.has_context { phase_table(&b, &tasks)? } else { String::new() };
 

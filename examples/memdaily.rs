@@ -25,6 +25,10 @@
 //! content tokens of cmp's own pack (Σ `cmp_tokens(content, model) + 12` over its items), which keeps
 //! the comparison fair whatever the envelope around the items costs.
 //!
+//! What the model reads, in real tokens: cmp's markdown pack at the budget (its `budget.used` is the
+//! rendered output's count) against the baseline's ranking rendered as a plain markdown list
+//! (`- [ref] content` per line), filled while the list's o200k_base count fits the budget.
+//!
 //! Also measured: how `cmp_tokens` (the estimate the packer uses) compares with real o200k_base counts
 //! (tiktoken-rs) over every message. The data (no licence published; research use) is read from
 //! `../shared/data/`; it is never copied here.
@@ -344,6 +348,35 @@ fn cmp_pack(
     Ok((packed, content_cost, v))
 }
 
+/// The messages of cmp's markdown pack for a task (its item lines: `[ref] content`, `[ref · tag] …`).
+fn markdown_pack(
+    store: &Store,
+    task: &str,
+    model: &str,
+    budget: i64,
+    now: &str,
+    embedder: Option<&str>,
+) -> Res<Vec<usize>> {
+    let mut opts = json!({"now": now, "format": "markdown"});
+    if let Some(dir) = embedder {
+        opts["embedder"] = json!(dir);
+    }
+    let text: String = store
+        .conn
+        .prepare_cached("SELECT cmp_context(?1, ?2, ?3, NULL, ?4)")
+        .and_then(|mut st| st.query_row(params![task, model, budget, opts.to_string()], |r| r.get(0)))
+        .map_err(|e| format!("cmp_context({task:?}, {model}, {budget}, markdown): {e}"))?;
+    let refs = text.lines().filter_map(|l| l.strip_prefix('[').and_then(|x| x.split([' ', ']']).next()));
+    Ok(refs.filter_map(|r| store.by_id.get(r).copied()).collect())
+}
+
+/// The baseline as a user would paste it: `- [ref] content` lines in ranking order, each taken while
+/// the list's o200k_base count fits `budget` (a line that does not fit is skipped).
+fn plain_list(f: &File, ranking: &[usize], budget: i64, bpe: &tiktoken_rs::CoreBPE) -> Vec<usize> {
+    let line = |i: usize| format!("- [{}] {}\n", f.messages[i].id, f.messages[i].content);
+    fill(ranking, |i| bpe.encode_ordinary(&line(i)).len() as i64, budget)
+}
+
 fn recall(evidence: &[usize], pack: &[usize]) -> f64 {
     evidence.iter().filter(|e| pack.contains(e)).count() as f64 / evidence.len() as f64
 }
@@ -358,6 +391,8 @@ struct Cell {
     base_equal: f64,
     items: usize,
     content: i64,
+    markdown: f64,
+    list: f64,
 }
 
 /// chars/4, cmp_tokens and real o200k_base counts over every message.
@@ -411,11 +446,15 @@ fn run() -> Res<()> {
                     let (pack, content, env) = cmp_pack(&store, &q.text, p, budget, &f.now, args.embedder.as_deref())?;
                     let base = fill(&base_rank, cost, budget);
                     let base_equal = fill(&base_rank, cost, content);
+                    let md = markdown_pack(&store, &q.text, p, budget, &f.now, args.embedder.as_deref())?;
+                    let list = plain_list(f, &base_rank, budget, &bpe);
                     let c = &mut cells[pi][bi];
                     c.n += 1;
                     c.cmp += recall(&q.evidence, &pack);
                     c.base += recall(&q.evidence, &base);
                     c.base_equal += recall(&q.evidence, &base_equal);
+                    c.markdown += recall(&q.evidence, &md);
+                    c.list += recall(&q.evidence, &list);
                     c.items += pack.len();
                     c.content += content;
                     if explain_left > 0 && recall(&q.evidence, &pack) < recall(&q.evidence, &base) {
@@ -482,6 +521,16 @@ fn run() -> Res<()> {
                 c.items as f64 / c.n.max(1) as f64,
                 c.content as f64 / c.n.max(1) as f64
             );
+        }
+    }
+    let _ = writeln!(s, "\n## What the model reads, at the budget in real tokens (o200k_base)\n");
+    let _ = writeln!(s, "| profile | budget | cmp markdown | plain trigram list | Δ |");
+    let _ = writeln!(s, "|---|---|---|---|---|");
+    for (pi, p) in args.profiles.iter().enumerate() {
+        for (bi, b) in args.budgets.iter().enumerate() {
+            let c = cells[pi][bi];
+            let (m, l) = (pct(c.markdown, c.n), pct(c.list, c.n));
+            let _ = writeln!(s, "| {p} | {b} | {m:.1} | {l:.1} | {:+.1} |", m - l);
         }
     }
     let _ = writeln!(s, "\n## Token estimates on these messages\n");

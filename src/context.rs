@@ -186,8 +186,14 @@ pub fn pack_cursor(conn: &Connection, req: &Request<'_>, budget: usize, offset: 
 /// budget too small for the envelope. A pack whose cursor costs more leaves it out (`cursor: null`).
 const CURSOR_SHARE: usize = 4;
 
-/// The pack cursor for `g`'s first page, or None when it costs more than a quarter of the budget.
+/// The pack cursor for `g`'s first page, or None when it costs more than a quarter of the budget,
+/// and in markdown without `audit`: a markdown pack is pasted for a model to read, which cannot page
+/// (its header says how many memories were left out); its `More: cmp_expand(…)` line, which holds
+/// the task, cost 40–50 tokens of every partial pack (BENCHMARKS.md, "What a pack costs").
 pub fn fitting_cursor(conn: &Connection, req: &Request<'_>, g: &Gathered) -> Result<Option<String>> {
+    if req.options.format == crate::options::Format::Markdown && !req.options.audit {
+        return Ok(None);
+    }
     let c = pack_cursor(conn, req, g.budget, 0)?;
     let cap = g.budget / CURSOR_SHARE;
     let bound = g.counter.count_capped(cursor::untagged(&c), cap).saturating_add(cursor::PACK_TAG_TOKENS);

@@ -578,6 +578,34 @@ fn format_json_and_markdown() {
     }
 }
 
+/// A partial markdown pack names what it left out in its header; the cursor to page on (a line
+/// holding the task) comes with `audit` only, and the room it took holds memories instead.
+#[test]
+fn a_markdown_pack_shows_its_cursor_with_audit_only() {
+    let conn = open();
+    seed(&conn);
+    filler(&conn, 40);
+    for (model, _, _) in PROFILES {
+        let md = |extra: Value| {
+            let mut o = json!({"now": NOW, "format": "markdown"});
+            o.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            context_text(&conn, "atlas launch plan", model, Some(400), None, &o.to_string())
+        };
+        let (plain, audited) = (md(json!({})), md(json!({"audit": true})));
+        let header = plain.lines().nth(1).unwrap();
+        assert!(header.contains("partial") && header.contains("excluded"), "{model:?}: {plain}");
+        assert!(!plain.contains("cmp_expand("), "{model:?}: a cursor without audit:\n{plain}");
+        let more = audited.lines().last().unwrap();
+        assert!(more.starts_with("More: cmp_expand('cmpc:") && more.ends_with("', 'more')"), "{model:?}: {audited}");
+        let items = |t: &str| t.lines().filter(|l| l.starts_with('[')).count();
+        assert!(items(&plain) >= items(&audited), "{model:?}: {plain}\n---\n{audited}");
+        // The cursor pages on: its next page is the same pack's next items.
+        let cursor = more.trim_start_matches("More: cmp_expand('").trim_end_matches("', 'more')");
+        let next: String = conn.query_row("SELECT cmp_expand(?1, 'more')", [cursor], |r| r.get(0)).unwrap();
+        assert!(serde_json::from_str::<Value>(&next).is_ok(), "{next}");
+    }
+}
+
 #[test]
 fn markdown_metadata_cannot_break_out() {
     let conn = open();
