@@ -384,7 +384,7 @@ impl Layout {
         let it = v.item;
         if self.format == Format::Markdown {
             // The day is the heading of the item's group (see `markdown_units`), not on its line.
-            let mut head = format!("[{}", it.r#ref);
+            let mut head = format!("[{}", it.r#ref.replace('\n', "\n  "));
             if let Some(c) = v.compressed {
                 head.push_str(" · ");
                 head.push_str(c);
@@ -423,6 +423,9 @@ impl Layout {
         let units = self.item_units(v);
         let n = units.len();
         let mut cost: usize = units.iter().enumerate().map(|(i, u)| self.unit_sep(u, i + 1 == n)).sum();
+        if self.format == Format::Markdown {
+            cost += self.fence_surcharge(&units);
+        }
         if self.session {
             cost += self.unit_sep(&Self::new_unit(&v.item.r#ref, v.item.relevance), true);
         }
@@ -433,6 +436,19 @@ impl Layout {
             cost += listed * v.item.entities.len();
         }
         cost
+    }
+
+    /// What the markdown block's two fence lines cost beyond the shortest fence when they must
+    /// outgrow the backtick runs of `units` (an item's line). Each item pays for the fence it alone
+    /// would need; the block's fence is one of those (or the session lines', which the reserve
+    /// renders), so the sum never undercounts it.
+    fn fence_surcharge(&self, units: &[String]) -> usize {
+        let fence = fence_for(units.iter().map(String::as_str));
+        if fence.len() == 3 {
+            return 0;
+        }
+        let lines = |f: &str| self.unit(&format!("{f}text")) + self.unit(f);
+        lines(&fence).saturating_sub(lines("```"))
     }
 
     /// A unit followed by its list separator when `last` (counted with the separator: the worst case).
@@ -723,27 +739,31 @@ impl Layout {
         self.push_delta(&mut wm, "working_memory: ", "", p.delta);
         let wm: Vec<String> =
             wm.into_iter().filter_map(|x| if let Unit::Text(t) = x { Some(t) } else { None }).collect();
-        let fence = fence_for(shown.iter().map(|x| x.content.as_str()).chain(wm.iter().map(String::as_str)));
         if !shown.is_empty() || p.delta.is_some() {
-            u.push(format!("{fence}text").into());
+            let mut block: Vec<String> = Vec::new();
             let (mut layer, mut day): (Option<Layer>, Option<&str>) = (None, None);
             for x in by_layer_then_time(shown) {
                 if layer != Some(x.item.layer) {
                     (layer, day) = (Some(x.item.layer), None);
-                    u.push(format!("## {}", x.item.layer.name()).into());
+                    block.push(format!("## {}", x.item.layer.name()));
                 }
                 let d = Self::date(&x.item);
                 if !d.is_empty() && day != Some(d) {
                     day = Some(d);
-                    u.push(Self::day_heading(d).into());
+                    block.push(Self::day_heading(d));
                 }
                 let view =
                     View { item: &x.item, content: &x.content, compressed: x.compressed, folded: &x.folded_refs };
-                u.extend(self.item_units(&view).into_iter().map(Unit::Text));
+                block.extend(self.item_units(&view));
             }
             if p.delta.is_some() {
-                u.extend(wm.into_iter().map(Unit::Text));
+                block.extend(wm);
             }
+            // Longer than any run of backticks inside it (stored text, refs, dates): nothing stored
+            // can close the block.
+            let fence = fence_for(block.iter().map(String::as_str));
+            u.push(format!("{fence}text").into());
+            u.extend(block.into_iter().map(Unit::Text));
             u.push(fence.into());
         }
         if let Some(c) = &p.cursor {
