@@ -1032,6 +1032,54 @@ fn a_session_evicts_rows_that_become_unreadable() {
     assert_consistent(&conn);
 }
 
+/// Entity names that thousands of spellings share (one row of another scope names "Atlas!",
+/// "Atlas?!", …: each its own entity, one gazetteer key), and a task naming thousands of entities:
+/// the task's entities were deduplicated by comparing each with every one kept (seconds to a minute
+/// a call at 100,000), then counted one query each. A task is now read as naming at most
+/// `MAX_TASK_ENTITIES`, found in one pass.
+#[test]
+fn tasks_read_as_naming_thousands_of_entities_cost_what_a_few_do() {
+    let conn = base();
+    let variants: Vec<String> = (0..20_000)
+        .map(|i| {
+            format!(
+                "Atlas{}",
+                ["!", "?", ".", "#", "*"].iter().cycle().take(1 + i % 7).copied().collect::<String>()
+                    + &"~".repeat(i / 7)
+            )
+        })
+        .collect();
+    raw(
+        &conn,
+        "content, entities, scope, captured_at",
+        &format!("'variants', '{}', 'other', '2026-05-01T00:00:00Z'", serde_json::to_string(&variants).expect("names")),
+    );
+    let many: Vec<String> = (0..20_000).map(|i| format!("Guest{i:05}")).collect();
+    raw(
+        &conn,
+        "content, entities, scope, captured_at",
+        &format!("'guests', '{}', 'other', '2026-05-01T00:00:00Z'", serde_json::to_string(&many).expect("names")),
+    );
+    raw(
+        &conn,
+        "id, content, entities, captured_at",
+        "'mem_0dd000000e02', 'Atlas launch review', '[\"Atlas\"]', '2026-05-02T00:00:00Z'",
+    );
+    let t0 = std::time::Instant::now();
+    let opts = json!({"now": NOW}).to_string();
+    let n: i64 = q1(
+        &conn,
+        "SELECT count(*) FROM cmp_search('When is the Atlas launch?', ?1) WHERE ref = 'mem_0dd000000e02'",
+        [&opts],
+    );
+    assert_eq!(n, 1);
+    let task = many.join(" and ");
+    let out: String = q1(&conn, "SELECT cmp_context(?1, NULL, 2000, NULL, ?2)", params![task, opts]);
+    assert!(parse(&out)["items"].is_array(), "{}", &out[..out.len().min(300)]);
+    // Quadratic: 200 million comparisons and 20,000 queries a call, minutes in a debug build.
+    assert!(t0.elapsed() < std::time::Duration::from_secs(60), "{:?}", t0.elapsed());
+}
+
 /// A memory naming 20,000 entities (plain SQL does not bound them; `remember` does): its names were
 /// deduplicated by comparing each with every name kept before it, seconds per read of the row, and
 /// every pack reads it (a context neighbour). Now one pass; repeats that differ only in case still

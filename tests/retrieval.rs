@@ -11,6 +11,34 @@ fn opts(v: serde_json::Value) -> String {
     v.to_string()
 }
 
+/// Whether an entity named in the task is common (many memories name it) is judged on the reader's
+/// own scope: rows of another scope naming it change nothing a reader of this scope gets. (Counted
+/// over every scope, 21 rows elsewhere switched the entity retriever off here: a reader could learn
+/// whether another scope holds more than 20 rows about a name.)
+#[test]
+fn another_scopes_rows_do_not_make_an_entity_common_here() {
+    let conn = open();
+    let mine =
+        insert_memory(&conn, &Mem::new("Runs the beta survey every Monday.").kind("procedural").entities(&["Priya"]));
+    let before = search(&conn, "Anything from Priya?");
+    assert_eq!(refs(&before), std::slice::from_ref(&mine));
+    for n in [21, 400] {
+        for i in 0..n {
+            insert_memory(&conn, &Mem::new(&format!("unrelated note {n}.{i}")).entities(&["Priya"]).scope("other"));
+        }
+        let after = search(&conn, "Anything from Priya?");
+        assert_eq!(refs(&after), refs(&before), "{n} rows in another scope");
+        assert_eq!(after[0].why, before[0].why, "{n} rows in another scope");
+    }
+    // In its own scope the same count does make it common (the rule itself is unchanged).
+    for i in 0..30 {
+        insert_memory(&conn, &Mem::new(&format!("another note {i}")).entities(&["Priya"]));
+    }
+    let mixed = search(&conn, "Anything from Priya?");
+    let why_of_mine = mixed.iter().find(|h| h.r#ref == mine).map(|h| h.why.clone());
+    assert_ne!(why_of_mine, Some(before[0].why.clone()), "30 rows of its own scope make Priya common");
+}
+
 #[test]
 fn scopes_are_isolated() {
     let conn = open();

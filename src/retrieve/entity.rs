@@ -33,7 +33,7 @@ pub fn rank(
 ) -> rusqlite::Result<Entities> {
     let gz = gazetteer(conn)?;
     let (entity_ids, names) = if gz.is_empty() { (Vec::new(), Vec::new()) } else { gz.find(q.task) };
-    let (selective, common) = split_common(conn, &entity_ids)?;
+    let (selective, common) = split_common(conn, q.scope, &entity_ids)?;
     let ranking = linked_ranking(conn, q, &selective, task, pool)?;
     let mut named = Vec::new();
     if !common.is_empty() {
@@ -138,6 +138,9 @@ pub const COMMON_SHARE: f64 = 0.10;
 pub const COMMON_MIN_LINKS: i64 = 20;
 /// Longest entity name, in words, that the gazetteer recognises.
 const MAX_NAME_WORDS: usize = 8;
+/// Most entities (and most names) one task is read as naming: a task naming thousands of entities,
+/// or a name that thousands of spellings share, costs what a task naming a few does.
+pub const MAX_TASK_ENTITIES: usize = 64;
 
 /// Entity names → entity ids, as an fst keyed on normalised names (words joined by one space).
 pub struct Gazetteer {
@@ -191,12 +194,14 @@ impl Gazetteer {
         self.names.is_empty()
     }
 
-    /// Entities named in `task`: (entity ids, display names), in order of first mention.
+    /// Entities named in `task`: (entity ids, display names), in order of first mention, at most
+    /// [`MAX_TASK_ENTITIES`] of each.
     pub fn find(&self, task: &str) -> (Vec<i64>, Vec<String>) {
         let words = text::words(task);
         let (mut ids, mut names) = (Vec::new(), Vec::new());
+        let (mut seen_ids, mut seen_keys) = (HashSet::new(), HashSet::new());
         let mut i = 0;
-        while i < words.len() {
+        while i < words.len() && (ids.len() < MAX_TASK_ENTITIES || names.len() < MAX_TASK_ENTITIES) {
             let mut node = self.fst.root();
             let mut out = fst::raw::Output::zero();
             let mut best: Option<(usize, u64)> = None;
@@ -220,11 +225,11 @@ impl Gazetteer {
                 Some((end, v)) => {
                     let v = v as usize;
                     for id in &self.ids[v] {
-                        if !ids.contains(id) {
+                        if ids.len() < MAX_TASK_ENTITIES && seen_ids.insert(*id) {
                             ids.push(*id);
                         }
                     }
-                    if !names.contains(&self.names[v]) {
+                    if names.len() < MAX_TASK_ENTITIES && seen_keys.insert(v) {
                         names.push(self.names[v].clone());
                     }
                     i = end + 1;
@@ -282,20 +287,30 @@ pub fn gazetteer(conn: &Connection) -> rusqlite::Result<Arc<Gazetteer>> {
     Ok(gz)
 }
 
-/// Splits entity ids into (selective, common) by how many memories link to them, against the size
-/// of the store (its largest rid, an O(log n) stand-in for the row count).
-pub fn split_common(conn: &Connection, entity_ids: &[i64]) -> rusqlite::Result<(Vec<i64>, Vec<i64>)> {
+/// Splits entity ids into (selective, common) by how many memories of `scope` link to them, against
+/// the size of the scope. A store of one scope is measured by its largest rid (an O(log n) stand-in
+/// for the row count) and links are counted without reading the memories; when other scopes hold
+/// rows, only `scope`'s rows are counted, so what they hold changes nothing a reader of `scope` gets.
+pub fn split_common(conn: &Connection, scope: &str, entity_ids: &[i64]) -> rusqlite::Result<(Vec<i64>, Vec<i64>)> {
     if entity_ids.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let n = entities::max_rid(conn)?;
+    let shared = !entities::only_scope(conn, scope)?;
+    // Past this size the threshold no longer grows with it.
+    let saturated = (ENTITY_LIMIT as f64 / COMMON_SHARE).ceil() as i64;
+    let n = if shared { entities::scope_rows_up_to(conn, scope, saturated)? } else { entities::max_rid(conn)? };
     // More links than the retriever returns also makes an entity common: it could only ever admit an
     // arbitrary (newest) slice of its memories, and scanning them all would cost as much as the
     // full-text search itself.
     let threshold = COMMON_MIN_LINKS.max(((COMMON_SHARE * n as f64) as i64).min(ENTITY_LIMIT as i64));
     let (mut selective, mut common) = (Vec::new(), Vec::new());
     for &e in entity_ids {
-        if entities::links_up_to(conn, e, threshold + 1)? > threshold {
+        let links = if shared {
+            entities::scoped_links_up_to(conn, e, scope, threshold + 1)?
+        } else {
+            entities::links_up_to(conn, e, threshold + 1)?
+        };
+        if links > threshold {
             common.push(e);
         } else {
             selective.push(e);
@@ -308,6 +323,24 @@ pub fn split_common(conn: &Connection, entity_ids: &[i64]) -> rusqlite::Result<(
 mod tests {
     use super::*;
     use crate::retrieve::testdb::{add, ids, open, query};
+
+    #[test]
+    fn a_task_is_read_as_naming_a_bounded_number_of_entities() {
+        let conn = open();
+        // 200 spellings of one name (one gazetteer key), and 200 other names.
+        let variants: Vec<String> = (0..200).map(|i| format!("Atlas{}", "!".repeat(i + 1))).collect();
+        add(&conn, "mem_1", "variants", "2026-05-01T00:00:00Z", "semantic", &serde_json::to_string(&variants).unwrap());
+        let guests: Vec<String> = (0..200).map(|i| format!("Guest{i:03}")).collect();
+        add(&conn, "mem_2", "guests", "2026-05-01T00:00:00Z", "semantic", &serde_json::to_string(&guests).unwrap());
+        let gz = gazetteer(&conn).expect("gazetteer");
+        let (ids, names) = gz.find("When is the Atlas launch?");
+        assert_eq!((ids.len(), names.len()), (MAX_TASK_ENTITIES, 1));
+        let (ids, names) = gz.find(&guests.join(" and "));
+        assert_eq!((ids.len(), names.len()), (MAX_TASK_ENTITIES, MAX_TASK_ENTITIES));
+        assert_eq!(names[..3], ["Guest000", "Guest001", "Guest002"], "in order of first mention");
+        let unique: HashSet<i64> = ids.iter().copied().collect();
+        assert_eq!(unique.len(), ids.len());
+    }
 
     #[test]
     fn ranks_memories_linked_to_named_entities() {

@@ -27,6 +27,30 @@ pub fn links_up_to(conn: &Connection, entity: i64, cap: i64) -> rusqlite::Result
     st.query_row([entity], |r| r.get(0))
 }
 
+/// [`links_up_to`] counting only memories of `scope`.
+pub fn scoped_links_up_to(conn: &Connection, entity: i64, scope: &str, cap: i64) -> rusqlite::Result<i64> {
+    let mut st = conn.prepare_cached(&format!(
+        "SELECT count(*) FROM (SELECT 1 FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
+                               WHERE l.entity_id = ?1 AND m.scope = ?2 LIMIT {cap})"
+    ))?;
+    st.query_row(rusqlite::params![entity, scope], |r| r.get(0))
+}
+
+/// Whether every memory of the store is in `scope` (two probes of the scope index; true when empty).
+pub fn only_scope(conn: &Connection, scope: &str) -> rusqlite::Result<bool> {
+    let mut st = conn.prepare_cached(
+        "SELECT coalesce(min(scope) = ?1 AND max(scope) = ?1, 1) FROM cmp_memories INDEXED BY cmp_memories_scope_time",
+    )?;
+    st.query_row([scope], |r| r.get(0))
+}
+
+/// How many memories `scope` holds, counted up to `cap`.
+pub fn scope_rows_up_to(conn: &Connection, scope: &str, cap: i64) -> rusqlite::Result<i64> {
+    let mut st = conn
+        .prepare_cached(&format!("SELECT count(*) FROM (SELECT 1 FROM cmp_memories WHERE scope = ?1 LIMIT {cap})"))?;
+    st.query_row([scope], |r| r.get(0))
+}
+
 /// Of the memories `rids`, those linked to any of `entity_ids`.
 pub fn linked(conn: &Connection, entity_ids: &[i64], rids: &[i64]) -> rusqlite::Result<HashSet<i64>> {
     if entity_ids.is_empty() || rids.is_empty() {
