@@ -783,6 +783,37 @@ fn a_long_single_token_content_takes_bounded_time() {
     assert!(t0.elapsed() < std::time::Duration::from_secs(60), "{:?}", t0.elapsed());
 }
 
+/// A memory holding a long run of letters without a space (one piece for the byte-pair encoder):
+/// every growth step of a pack (128 tokens each, up to claude's 12,000) cut it, and each cut
+/// encoded a piece of up to 64 bytes per token of room afresh: 300 KB took 4.7 s a call in release
+/// (1 MB 46 s). The cuts' parts are now powers of two, kept between steps, and a cut encodes a few
+/// times what it keeps (red-team finding).
+#[test]
+fn a_long_run_without_spaces_packs_in_bounded_time() {
+    let conn = base();
+    let mut x: u64 = 42;
+    let run: String = (0..300_000)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (b'a' + (x >> 59) as u8 % 26) as char
+        })
+        .collect();
+    conn.execute(
+        "INSERT INTO cmp_memories(id, content, captured_at) VALUES ('mem_0dd000000x05', ?1, '2026-05-31T00:00:00Z')",
+        [format!("Orion launch {run}")],
+    )
+    .expect("insert");
+    let t0 = std::time::Instant::now();
+    for model in ["claude", "gpt-4o"] {
+        let pack: String =
+            q1(&conn, "SELECT cmp_context('orion launch', ?1, NULL, NULL, ?2)", params![model, now_opts()]);
+        assert!(pack.contains("mem_0dd000000x05"), "{model}");
+        assert_accounted(&conn, &pack, Some(model));
+    }
+    // A guard, not a benchmark: 52 s before, 8 s after, in a debug build on an idle 2-core machine.
+    assert!(t0.elapsed() < std::time::Duration::from_secs(30), "{:?}", t0.elapsed());
+}
+
 /// Content that once broke the token counter: a run of a million spaces (the encoder's own pattern
 /// overflowed its stack on it and tiktoken-rs panicked) and 100 KB of digits (counted in quadratic
 /// time). Both are packed, counted exactly, within bounded time.

@@ -236,6 +236,32 @@ fn long_piece_encoding(piece: &str, tokens: &impl Fn(&str) -> Vec<u32>) -> std::
     out.into()
 }
 
+/// Tokens of a long piece's first part that holds `want` tokens and [`HEAD_SLACK`] more (or of the
+/// whole piece): the first part of a power of two bytes that does, so a cut of a run of megabytes
+/// without spaces encodes a few times what it keeps, and the cuts of a pack's growth steps share
+/// their parts (the recent pieces' cache). Past the kept tokens the part's end can merge
+/// differently; the slack keeps that away from the cut.
+fn long_piece_head(enc: Encoding, piece: &str, want: usize, tokens: &impl Fn(&str) -> Vec<u32>) -> std::rc::Rc<[u32]> {
+    let mut bytes = want.saturating_add(HEAD_SLACK).saturating_mul(HEAD_BYTES_PER_TOKEN).next_power_of_two();
+    loop {
+        let mut end = bytes.min(piece.len());
+        while !piece.is_char_boundary(end) {
+            end -= 1;
+        }
+        let part = &piece[..end];
+        let t = RECENT_TOKENS.with(|r| r.borrow_mut()[enc as usize].get_or(part, || long_piece_encoding(part, tokens)));
+        if end == piece.len() || t.len() >= want.saturating_add(HEAD_SLACK) {
+            return t;
+        }
+        bytes = bytes.saturating_mul(2);
+    }
+}
+
+/// Tokens a long piece's encoded part holds beyond those a cut keeps (see [`long_piece_head`]).
+const HEAD_SLACK: usize = 16;
+/// Bytes per token of the first part of a long piece a cut encodes (then doubled).
+const HEAD_BYTES_PER_TOKEN: usize = 8;
+
 /// The parts a long piece is encoded in, each with how many times it repeats in a row: the whole
 /// piece once, or a long run of white space in parts of [`MAX_SPACE_RUN`] characters (a run of one
 /// character is then one part, repeated).
@@ -359,8 +385,7 @@ pub fn prefix(
                 return true;
             }
             let t: std::rc::Rc<[u32]> = if piece.len() > MAX_KEPT_BYTES {
-                RECENT_TOKENS
-                    .with(|r| r.borrow_mut()[enc as usize].get_or(piece, || long_piece_encoding(piece, &tokens)))
+                long_piece_head(enc, piece, room - used, &tokens)
             } else {
                 tokens(piece).into()
             };
