@@ -544,6 +544,51 @@ fn supersession_cycles_hide_every_row_in_them() {
     }
 }
 
+/// A session is told a ref it holds was superseded, and by what, as of its own horizon: a
+/// replacement captured after `now` is not named (it was, by id, to a reader that cannot see it),
+/// and a replacement that is itself superseded only after `now` is the head.
+#[test]
+fn a_replacement_is_named_only_when_visible_at_the_horizon() {
+    let conn = base();
+    let a = odd(&conn, "mem_0dd000000r0a", "Orion pricing plan A", "kind", "'decision'");
+    let task = "orion pricing plan";
+    let turn = |sid: &str| {
+        parse(&q1::<String>(&conn, "SELECT cmp_context(?1, 'claude', NULL, ?2, ?3)", params![task, sid, now_opts()]))
+    };
+    for sid in ["future", "chain"] {
+        assert!(turn(sid)["working_memory"]["new"].to_string().contains(&a));
+    }
+    // B, captured after NOW, replaces A "since forever" (superseded_at NULL).
+    raw(
+        &conn,
+        "id, content, kind, captured_at",
+        "'mem_0dd000000r0b', 'Orion pricing plan B', 'decision', '2026-07-01T00:00:00Z'",
+    );
+    conn.execute("UPDATE cmp_memories SET superseded_by = 'mem_0dd000000r0b' WHERE id = ?1", [&a]).unwrap();
+    let sup = turn("future")["working_memory"]["superseded"].clone();
+    assert_eq!(sup, json!([{"ref": a, "replacement": null}]), "a replacement not yet captured is not named");
+    // C (visible) replaces A; D replaces C only after NOW: at NOW, C is the head.
+    raw(
+        &conn,
+        "id, content, kind, captured_at",
+        "'mem_0dd000000r0c', 'Orion pricing plan C', 'decision', '2026-05-21T00:00:00Z'",
+    );
+    raw(
+        &conn,
+        "id, content, kind, captured_at",
+        "'mem_0dd000000r0d', 'Orion pricing plan D', 'decision', '2026-05-22T00:00:00Z'",
+    );
+    conn.execute_batch(
+        "UPDATE cmp_memories SET superseded_by = 'mem_0dd000000r0c', superseded_at = '2026-05-25T00:00:00Z'
+             WHERE id = 'mem_0dd000000r0a';
+         UPDATE cmp_memories SET superseded_by = 'mem_0dd000000r0d', superseded_at = '2026-06-15T00:00:00Z'
+             WHERE id = 'mem_0dd000000r0c';",
+    )
+    .unwrap();
+    let sup = turn("chain")["working_memory"]["superseded"].clone();
+    assert_eq!(sup, json!([{"ref": a, "replacement": "mem_0dd000000r0c"}]), "the head at the horizon");
+}
+
 /// A `superseded_by` naming no row (dangling) does not hide the row, and its document shows no
 /// replacement. A `superseded_at` that is NULL or unparseable counts as "superseded since forever"
 /// (hidden at every horizon); one in the future hides the row only from then on.

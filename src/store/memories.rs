@@ -124,32 +124,32 @@ pub fn readable(conn: &Connection, r: Reader<'_>, id: &str) -> rusqlite::Result<
     st.query_row(named_params! {":id": id, ":scope": r.scope, ":h": r.h}, memory_from_row).optional()
 }
 
-/// The head of a superseded_by chain starting at `id` (at most 16 hops, cycles guarded), if live
-/// and visible in `scope`.
-pub fn live_head(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<Option<String>> {
+/// The head of the superseded_by chain starting at `id` at the horizon `h` (at most 16 hops, cycles
+/// guarded): the first row after `id` that is not superseded at `h`, if it is in `scope`, not
+/// redacted and visible at `h` (a replacement captured after the horizon is not named).
+pub fn live_head(conn: &Connection, id: &str, scope: &str, h: f64) -> rusqlite::Result<Option<String>> {
     let mut cur = id.to_string();
     let mut seen = vec![cur.clone()];
+    let mut st = conn.prepare_cached(&format!(
+        "SELECT m.superseded_by, m.scope, {REDACTED}, {VISIBLE}, {SUPERSEDED} FROM cmp_memories AS m WHERE m.id = :id"
+    ))?;
     for _ in 0..16 {
-        let row: Option<(Option<String>, String, i64)> = conn
-            .query_row(
-                &format!("SELECT m.superseded_by, m.scope, {REDACTED} FROM cmp_memories AS m WHERE m.id = ?1"),
-                [&cur],
-                |r| {
-                    let next = match r.get_ref(0)? {
-                        rusqlite::types::ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-                        _ => None,
-                    };
-                    Ok((next, text_or_empty(r, 1), r.get(2)?))
-                },
-            )
+        let row: Option<(Option<String>, String, i64, bool, bool)> = st
+            .query_row(named_params! {":id": cur, ":h": h}, |r| {
+                let next = match r.get_ref(0)? {
+                    rusqlite::types::ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                    _ => None,
+                };
+                Ok((next, text_or_empty(r, 1), r.get(2)?, r.get(3)?, r.get(4)?))
+            })
             .optional()?;
-        let Some((next, s, red)) = row else {
+        let Some((next, s, red, visible, superseded)) = row else {
             return Ok(None);
         };
-        if s != scope || red != 0 {
+        if s != scope || red != 0 || (cur != id && !visible) {
             return Ok(None);
         }
-        match next {
+        match next.filter(|_| superseded) {
             None => return Ok(if cur == id { None } else { Some(cur) }),
             Some(n) => {
                 if seen.contains(&n) {

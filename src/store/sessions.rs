@@ -179,7 +179,7 @@ fn by_rowid(
             moved.push(i);
             continue;
         }
-        judge(conn, &refs[i], r, 2, scope, out)?;
+        judge(conn, &refs[i], r, 2, (scope, h), out)?;
     }
     Ok(moved)
 }
@@ -209,19 +209,19 @@ fn by_ref<'a>(
             continue;
         };
         out.rows[i] = Some(rid);
-        judge(conn, &refs[i], r, 2, scope, out)?;
+        judge(conn, &refs[i], r, 2, (scope, h), out)?;
     }
     Ok(not_memories)
 }
 
-/// Judges the memory row of `r` (columns from `at`: scope, redacted, superseded) by the rule of
-/// [`ref_status`], recording it unless it is live.
+/// Judges the memory row of `r` (columns from `at`: scope, redacted, superseded) for a reader of
+/// `scope` at `h` by the rule of [`ref_status`], recording it unless it is live.
 fn judge(
     conn: &Connection,
     r: &str,
     row: &rusqlite::Row<'_>,
     at: usize,
-    scope: &str,
+    (scope, h): (&str, f64),
     out: &mut Statuses,
 ) -> rusqlite::Result<()> {
     let s = super::memories::text_or_empty(row, at);
@@ -230,7 +230,7 @@ fn judge(
     if s != scope || red != 0 {
         out.status.insert(r.to_string(), Status::Gone);
     } else if sup {
-        let head = live_head(conn, r, scope)?;
+        let head = live_head(conn, r, scope, h)?;
         out.status.insert(r.to_string(), Status::Superseded(head));
     }
     Ok(())
@@ -262,7 +262,7 @@ mod tests {
                 let status = if s != scope || red != 0 {
                     Status::Gone
                 } else if sup {
-                    Status::Superseded(live_head(conn, &id, scope)?)
+                    Status::Superseded(live_head(conn, &id, scope, h)?)
                 } else {
                     Status::Live
                 };
@@ -311,7 +311,10 @@ mod tests {
                ('', 'a', 's', 0, NULL, NULL),
                ('both', 'a', 't', 0, NULL, NULL);
              INSERT INTO cmp_tasks(id, title, scope) VALUES
-               ('task_s', 't', 's'), ('task_t', 't', 't'), ('both', 't', 's');",
+               ('task_s', 't', 's'), ('task_t', 't', 't'), ('both', 't', 's');
+             -- Captured long before the horizons below but the oldest (1968): a replacement is
+             -- named only once it is visible.
+             UPDATE cmp_memories SET captured_at = '2000-01-01T00:00:00Z';",
         )
         .expect("rows");
         conn
@@ -358,6 +361,8 @@ mod tests {
         assert_eq!(got.get("old"), Some(&Status::Superseded(Some("new".into()))));
         assert_eq!(got.get("chain1"), Some(&Status::Superseded(Some("chain3".into()))));
         assert_eq!(got.get("later"), None, "superseded only from 2030");
+        let long_ago = ref_status(&conn, &refs, &rows, "s", past).expect("status").status;
+        assert_eq!(long_ago.get("chain1"), Some(&Status::Superseded(None)), "no replacement visible in 1968");
         assert_eq!(got.get("both"), Some(&Status::Gone), "the memory of another scope, not the task");
         assert_eq!((got.get("task_s"), got.get("task_t")), (None, Some(&Status::Gone)));
         for gone in ["redacted", "redacted_text", "redacted_real", "negative_redacted", "blob_scope", "missing", "🚀"]
