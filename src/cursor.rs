@@ -49,8 +49,19 @@ pub fn untagged(cursor: &str) -> &str {
 }
 
 /// `~` and `|` escaped so fields can be joined by `|`.
+/// `~` and `|` escaped (`~~`, `~p`), and every control character and line or paragraph separator
+/// as `~u` and six hex digits: a cursor is one line of text wherever it is shown.
 fn escape(s: &str) -> String {
-    s.replace('~', "~~").replace('|', "~p")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '~' => out.push_str("~~"),
+            '|' => out.push_str("~p"),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => out.push_str(&format!("~u{:06x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn unescape(s: &str) -> Option<String> {
@@ -61,6 +72,10 @@ fn unescape(s: &str) -> Option<String> {
             match it.next()? {
                 '~' => out.push('~'),
                 'p' => out.push('|'),
+                'u' => {
+                    let hex: String = (0..6).map(|_| it.next()).collect::<Option<String>>()?;
+                    out.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
                 _ => return None,
             }
         } else {

@@ -315,6 +315,31 @@ fn by_layer_then_time(mut items: Vec<&Packed>) -> Vec<&Packed> {
     items
 }
 
+/// `YYYY-MM-DD` (digits and dashes only).
+fn is_day(d: &str) -> bool {
+    d.len() == 10 && d.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() })
+}
+
+/// `s` with every line break (LF, CRLF, CR, VT, FF, NEL, U+2028, U+2029) written as a newline and
+/// two spaces: a stored text's later lines are indented, so none can pass for an item or a heading.
+fn indented(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '\r' => {
+                if it.peek() == Some(&'\n') {
+                    it.next();
+                }
+                out.push_str("\n  ");
+            }
+            '\n' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}' => out.push_str("\n  "),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A code fence longer than any run of backticks in `s`, so item text cannot close it.
 fn fence_for<'a>(texts: impl IntoIterator<Item = &'a str>) -> String {
     let mut longest = 0;
@@ -368,10 +393,15 @@ impl Layout {
         self.counter.count(&s)
     }
 
-    /// The day markdown files an item under: "2023-05-08" (empty when the item has no time).
+    /// The day markdown files an item under: "2023-05-08", the start of its time when that is a
+    /// day; empty otherwise (no time, or a stored value that is not one, which must not write a
+    /// heading of its own).
     fn date(it: &Item) -> &str {
         let t = it.occurred_at.as_deref().unwrap_or("");
-        t.get(..10).unwrap_or(t)
+        match t.get(..10) {
+            Some(d) if is_day(d) => d,
+            _ => "",
+        }
     }
 
     /// The markdown heading of a day.
@@ -384,14 +414,14 @@ impl Layout {
         let it = v.item;
         if self.format == Format::Markdown {
             // The day is the heading of the item's group (see `markdown_units`), not on its line.
-            let mut head = format!("[{}", it.r#ref.replace('\n', "\n  "));
+            let mut head = format!("[{}", indented(&it.r#ref));
             if let Some(c) = v.compressed {
                 head.push_str(" · ");
                 head.push_str(c);
             }
             head.push_str("] ");
             // Continuation lines are indented, so no stored line can pass for an item or a header.
-            head.push_str(&v.content.replace('\n', "\n  "));
+            head.push_str(&indented(v.content));
             return vec![head];
         }
         let rest = serde_json::to_string(&ItemRest {
@@ -767,7 +797,8 @@ impl Layout {
             u.push(fence.into());
         }
         if let Some(c) = &p.cursor {
-            u.push(format!("More: cmp_expand('{c}', 'more')").into());
+            // An SQL string literal: a quote in the task (which the cursor holds) is doubled.
+            u.push(format!("More: cmp_expand('{}', 'more')", c.replace('\'', "''")).into());
         }
         u
     }

@@ -377,17 +377,47 @@ pub(crate) fn fit_step(idx: usize, item: &Item, m: &dyn Meter, room: usize, fold
     }
     let framing = m.cost(item, "", Some("truncated"), folded);
     let mut tokens = room.checked_sub(framing).filter(|t| *t > 0)?;
+    let truncated = |tokens: usize| -> Option<Step> {
+        let content = m.cut(&item.content, tokens);
+        let cost = m.cost(item, &content, Some("truncated"), folded);
+        (!content.is_empty() && cost <= room).then_some(Step {
+            item: idx,
+            content,
+            compressed: Some("truncated"),
+            cost,
+        })
+    };
+    // Shorter by the overshoot while that converges (the usual case: one or two cuts).
     loop {
         let content = m.cut(&item.content, tokens);
         if content.is_empty() {
-            return None;
+            break;
         }
         let cost = m.cost(item, &content, Some("truncated"), folded);
         if cost <= room {
             return Some(Step { item: idx, content, compressed: Some("truncated"), cost });
         }
-        tokens = tokens.checked_sub(cost - room).filter(|t| *t > 0)?;
+        // What a cut costs rendered (escaped quotes, control characters) can exceed its own token
+        // count, so the overshoot can pass every cut that fits: bisect below this one instead.
+        if cost - room >= tokens {
+            break;
+        }
+        tokens -= cost - room;
     }
+    // The longest cut below the last one tried that fits (a cut costs more as it grows), so a room
+    // that fits some cut always admits the item, whatever the stepping above passed over.
+    let (mut lo, mut hi, mut best) = (1, tokens.saturating_sub(1), None);
+    while lo <= hi {
+        let mid = lo + (hi - lo) / 2;
+        match truncated(mid) {
+            Some(step) => {
+                best = Some(step);
+                lo = mid + 1;
+            }
+            None => hi = mid - 1,
+        }
+    }
+    best
 }
 
 /// Final content and compression tag of an admitted item.
