@@ -178,7 +178,43 @@ pub fn pack_cursor(conn: &Connection, req: &Request<'_>, budget: usize, offset: 
         "embedder": o.embedder,
         "offset": offset,
     });
+    let mut payload = payload;
+    if let Some(l) = layout_flags(o) {
+        payload["layout"] = json!(l);
+    }
     cursor::sign(conn, cursor::PACK_PREFIX, &payload)
+}
+
+/// How a pack is rendered, for its cursor, when that is not the default SMP envelope: `j` json or `m`
+/// markdown, `a` audit, `F` the full legend. Its pages are then cut from a pack rendered the same
+/// way, which packs the same items (a session's delta and a pin are not carried: see
+/// docs/reference.md, `cmp_expand`).
+pub fn layout_flags(o: &crate::options::Options) -> Option<String> {
+    let mut l = String::new();
+    match o.format {
+        crate::options::Format::Smp => {}
+        crate::options::Format::Json => l.push('j'),
+        crate::options::Format::Markdown => l.push('m'),
+    }
+    if o.audit {
+        l.push('a');
+    }
+    if o.full_legend {
+        l.push('F');
+    }
+    (!l.is_empty()).then_some(l)
+}
+
+/// The options a cursor's `layout` flags stand for, on top of `o`.
+pub fn with_layout(mut o: crate::options::Options, flags: &str) -> crate::options::Options {
+    if flags.contains('j') {
+        o.format = crate::options::Format::Json;
+    } else if flags.contains('m') {
+        o.format = crate::options::Format::Markdown;
+    }
+    o.audit = flags.contains('a');
+    o.full_legend = flags.contains('F');
+    o
 }
 
 /// Largest share of the budget a pack cursor may take: a cursor carries the task and the query

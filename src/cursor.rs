@@ -109,7 +109,14 @@ fn pack_body(payload: &Value) -> String {
             other => other.to_string(),
         }
     };
-    PACK_FIELDS.iter().map(|k| field(k)).collect::<Vec<_>>().join("|")
+    let mut body = PACK_FIELDS.iter().map(|k| field(k)).collect::<Vec<_>>().join("|");
+    // After the task (which holds no raw `|`): how the first page was rendered, when it was not the
+    // default SMP envelope, so the next pages are cut from the same pack.
+    if let Some(layout) = payload["layout"].as_str().filter(|l| !l.is_empty()) {
+        body.push('|');
+        body.push_str(&escape(layout));
+    }
+    body
 }
 
 fn parse_pack_body(body: &str) -> Option<Value> {
@@ -136,7 +143,11 @@ fn parse_pack_body(body: &str) -> Option<Value> {
         qe = Value::Array(v);
     }
     let model = if parts[5].is_empty() { Value::Null } else { text(parts[5])? };
-    Some(serde_json::json!({
+    let (task, layout) = match parts[7].rsplit_once('|') {
+        Some((task, layout)) => (task, Some(text(layout)?)),
+        None => (parts[7], None),
+    };
+    let mut v = serde_json::json!({
         "now": num(parts[0])?,
         "as_of": num(parts[1])?,
         "budget": num(parts[2])?,
@@ -145,8 +156,12 @@ fn parse_pack_body(body: &str) -> Option<Value> {
         "model": model,
         "query_embedding": qe,
         "embedder": embedder,
-        "task": text(parts[7])?,
-    }))
+        "task": text(task)?,
+    });
+    if let Some(layout) = layout {
+        v["layout"] = layout;
+    }
+    Some(v)
 }
 
 /// Signs `payload` as a cursor with `prefix`.

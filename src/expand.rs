@@ -106,6 +106,7 @@ pub fn pack_page(conn: &Connection, p: &Value, o: &Options) -> Result<Value> {
         embedder: p["embedder"].as_str().map(str::to_string),
         ..Options::default()
     };
+    let opts = context::with_layout(opts, p["layout"].as_str().unwrap_or(""));
     let req = Request { task, model, budget: Some(budget), options: &opts };
     let built = context::build(conn, &req)?;
     let excluded: Vec<Item> = built.pack.excluded;

@@ -1285,6 +1285,55 @@ fn page_all(conn: &Connection, first: &str) -> Vec<String> {
     out
 }
 
+/// A pack's cursor pages on the very pack the caller got, whatever its format, audit or legend:
+/// the shown items and the pages together are every candidate once (red-team finding: the pages
+/// were cut from the default SMP pack, so they repeated or skipped items of the others).
+#[test]
+fn a_cursor_pages_the_pack_it_came_with_in_every_layout() {
+    let conn = open();
+    let words = ["vendor", "region", "budget", "press", "billing", "support", "legal", "design"];
+    for i in 0..40 {
+        let own: Vec<String> = words.iter().map(|w| format!("{w}{i}")).collect();
+        insert_memory(&conn, &Mem::new(&format!("Atlas launch note {}", own.join(" "))));
+    }
+    let layouts = [
+        json!({"audit": true}),
+        json!({"legend": "full"}),
+        json!({"format": "json"}),
+        json!({"format": "markdown", "audit": true}),
+        json!({"format": "json", "legend": "full", "audit": true}),
+    ];
+    // The shown refs of an output, and its cursor.
+    let read = |out: &str| -> (Vec<String>, Option<String>) {
+        if out.starts_with('{') {
+            let v = parse(out);
+            return (item_refs(&v), v["cursor"].as_str().map(String::from));
+        }
+        let refs = out.lines().filter_map(|l| l.strip_prefix('[').and_then(|x| x.split([' ', ']']).next()));
+        let more = out.lines().last().and_then(|l| l.strip_prefix("More: cmp_expand('"));
+        (refs.map(String::from).collect(), more.and_then(|m| m.strip_suffix("', 'more')")).map(String::from))
+    };
+    for (model, _, _) in PROFILES {
+        for budget in [1200, 2000] {
+            let (shown, cursor) = read(&context_text(&conn, "Atlas launch", model, Some(budget), None, &now_opts()));
+            let mut all = shown;
+            all.extend(page_all(&conn, &cursor.expect("a partial default pack")));
+            all.sort();
+            for extra in &layouts {
+                let mut o = json!({"now": NOW});
+                o.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+                let (shown, cursor) =
+                    read(&context_text(&conn, "Atlas launch", model, Some(budget), None, &o.to_string()));
+                let mut got = shown.clone();
+                got.extend(cursor.map(|c| page_all(&conn, &c)).unwrap_or_default());
+                let mut sorted = got.clone();
+                sorted.sort();
+                assert_eq!(sorted, all, "{model:?} {budget} {extra}: shown {shown:?}, then {:?}", &got[shown.len()..]);
+            }
+        }
+    }
+}
+
 #[test]
 fn ladder_compresses_and_the_cursor_pages_the_rest() {
     for (summary, tag, want) in [
