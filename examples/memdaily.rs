@@ -305,27 +305,36 @@ fn fill(ranking: &[usize], cost: impl Fn(usize) -> i64, budget: i64) -> Vec<usiz
     out
 }
 
-/// cmp's pack for a task: the packed messages (items, and the restatements folded into them, which
-/// the items cite in `why.folded_refs`) and Σ(cmp_tokens(content) + 12) over its items (the content as
-/// packed, which may be shortened).
-fn cmp_pack(
-    store: &Store,
-    task: &str,
-    model: &str,
+/// One `cmp_context` call of the harness: a question, a profile and budget, the file's clock, the
+/// embedder when given.
+struct Call<'a> {
+    task: &'a str,
+    model: &'a str,
     budget: i64,
-    now: &str,
-    embedder: Option<&str>,
-) -> Res<(Vec<usize>, i64, Value)> {
-    let mut opts = json!({"now": now, "format": "json"});
+    now: &'a str,
+    embedder: Option<&'a str>,
+}
+
+/// The output of `c` in `format`.
+fn context(store: &Store, c: &Call<'_>, format: &str) -> Res<String> {
+    let Call { task, model, budget, now, embedder } = *c;
+    let mut opts = json!({"now": now, "format": format});
     if let Some(dir) = embedder {
         opts["embedder"] = json!(dir);
     }
-    let opts = opts.to_string();
-    let text: String = store
+    store
         .conn
         .prepare_cached("SELECT cmp_context(?1, ?2, ?3, NULL, ?4)")
-        .and_then(|mut st| st.query_row(params![task, model, budget, opts], |r| r.get(0)))
-        .map_err(|e| format!("cmp_context({task:?}, {model}, {budget}): {e}"))?;
+        .and_then(|mut st| st.query_row(params![task, model, budget, opts.to_string()], |r| r.get(0)))
+        .map_err(|e| format!("cmp_context({task:?}, {model}, {budget}, {format}): {e}"))
+}
+
+/// cmp's pack for a task: the packed messages (items, and the restatements folded into them, which
+/// the items cite in `why.folded_refs`) and Σ(cmp_tokens(content) + 12) over its items (the content as
+/// packed, which may be shortened).
+fn cmp_pack(store: &Store, c: &Call<'_>) -> Res<(Vec<usize>, i64, Value)> {
+    let model = c.model;
+    let text = context(store, c, "json")?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("cmp_context: not JSON: {e}"))?;
     let mut packed = Vec::new();
     let mut content_cost = 0;
@@ -349,23 +358,8 @@ fn cmp_pack(
 }
 
 /// The messages of cmp's markdown pack for a task (its item lines: `[ref] content`, `[ref · tag] …`).
-fn markdown_pack(
-    store: &Store,
-    task: &str,
-    model: &str,
-    budget: i64,
-    now: &str,
-    embedder: Option<&str>,
-) -> Res<Vec<usize>> {
-    let mut opts = json!({"now": now, "format": "markdown"});
-    if let Some(dir) = embedder {
-        opts["embedder"] = json!(dir);
-    }
-    let text: String = store
-        .conn
-        .prepare_cached("SELECT cmp_context(?1, ?2, ?3, NULL, ?4)")
-        .and_then(|mut st| st.query_row(params![task, model, budget, opts.to_string()], |r| r.get(0)))
-        .map_err(|e| format!("cmp_context({task:?}, {model}, {budget}, markdown): {e}"))?;
+fn markdown_pack(store: &Store, c: &Call<'_>) -> Res<Vec<usize>> {
+    let text = context(store, c, "markdown")?;
     let refs = text.lines().filter_map(|l| l.strip_prefix('[').and_then(|x| x.split([' ', ']']).next()));
     Ok(refs.filter_map(|r| store.by_id.get(r).copied()).collect())
 }
@@ -443,10 +437,12 @@ fn run() -> Res<()> {
             for (pi, p) in args.profiles.iter().enumerate() {
                 let cost = |i: usize| store.cost[i][pi];
                 for (bi, &budget) in args.budgets.iter().enumerate() {
-                    let (pack, content, env) = cmp_pack(&store, &q.text, p, budget, &f.now, args.embedder.as_deref())?;
+                    let call =
+                        Call { task: &q.text, model: p, budget, now: &f.now, embedder: args.embedder.as_deref() };
+                    let (pack, content, env) = cmp_pack(&store, &call)?;
                     let base = fill(&base_rank, cost, budget);
                     let base_equal = fill(&base_rank, cost, content);
-                    let md = markdown_pack(&store, &q.text, p, budget, &f.now, args.embedder.as_deref())?;
+                    let md = markdown_pack(&store, &call)?;
                     let list = plain_list(f, &base_rank, budget, &bpe);
                     let c = &mut cells[pi][bi];
                     c.n += 1;
