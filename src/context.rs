@@ -167,7 +167,7 @@ pub fn layout(o: &Options, counter: Counter, session: bool, legend: Legend) -> L
 /// The pack cursor for a partial pack: the call's parameters and the page offset, signed.
 pub fn pack_cursor(conn: &Connection, req: &Request<'_>, budget: usize, offset: usize) -> Result<String> {
     let o = req.options;
-    let payload = json!({
+    let mut payload = json!({
         "task": req.task,
         "model": req.model,
         "budget": budget,
@@ -178,7 +178,6 @@ pub fn pack_cursor(conn: &Connection, req: &Request<'_>, budget: usize, offset: 
         "embedder": o.embedder,
         "offset": offset,
     });
-    let mut payload = payload;
     if let Some(l) = layout_flags(o) {
         payload["layout"] = json!(l);
     }

@@ -48,7 +48,6 @@ pub fn untagged(cursor: &str) -> &str {
     cursor.rfind('.').map_or(cursor, |i| &cursor[..=i])
 }
 
-/// `~` and `|` escaped so fields can be joined by `|`.
 /// `~` and `|` escaped (`~~`, `~p`), and every control character and line or paragraph separator
 /// as `~u` and six hex digits: a cursor is one line of text wherever it is shown.
 fn escape(s: &str) -> String {

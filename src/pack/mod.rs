@@ -377,44 +377,38 @@ pub(crate) fn fit_step(idx: usize, item: &Item, m: &dyn Meter, room: usize, fold
     }
     let framing = m.cost(item, "", Some("truncated"), folded);
     let mut tokens = room.checked_sub(framing).filter(|t| *t > 0)?;
-    let truncated = |tokens: usize| -> Option<Step> {
-        let content = m.cut(&item.content, tokens);
-        let cost = m.cost(item, &content, Some("truncated"), folded);
-        (!content.is_empty() && cost <= room).then_some(Step {
-            item: idx,
-            content,
-            compressed: Some("truncated"),
-            cost,
-        })
-    };
-    // Shorter by the overshoot while that converges (the usual case: one or two cuts).
-    loop {
+    // The text cut to `tokens`, as a step, and how far it overshoots the room (0 when it fits).
+    let cut = |tokens: usize| -> Option<(Step, usize)> {
         let content = m.cut(&item.content, tokens);
         if content.is_empty() {
-            break;
+            return None;
         }
         let cost = m.cost(item, &content, Some("truncated"), folded);
-        if cost <= room {
-            return Some(Step { item: idx, content, compressed: Some("truncated"), cost });
+        Some((Step { item: idx, content, compressed: Some("truncated"), cost }, cost.saturating_sub(room)))
+    };
+    // Shorter by the overshoot while that converges (the usual case: one or two cuts). What a cut
+    // costs rendered (escaped quotes, control characters) can exceed its own token count, so the
+    // overshoot can pass every cut that fits: then bisect below the last cut tried.
+    while let Some((step, over)) = cut(tokens) {
+        if over == 0 {
+            return Some(step);
         }
-        // What a cut costs rendered (escaped quotes, control characters) can exceed its own token
-        // count, so the overshoot can pass every cut that fits: bisect below this one instead.
-        if cost - room >= tokens {
+        if over >= tokens {
             break;
         }
-        tokens -= cost - room;
+        tokens -= over;
     }
-    // The longest cut below the last one tried that fits (a cut costs more as it grows), so a room
-    // that fits some cut always admits the item, whatever the stepping above passed over.
+    // The longest cut below it that fits (a cut costs more as it grows), so a room that fits some
+    // cut always admits the item, whatever the stepping passed over.
     let (mut lo, mut hi, mut best) = (1, tokens.saturating_sub(1), None);
     while lo <= hi {
         let mid = lo + (hi - lo) / 2;
-        match truncated(mid) {
-            Some(step) => {
+        match cut(mid) {
+            Some((step, 0)) => {
                 best = Some(step);
                 lo = mid + 1;
             }
-            None => hi = mid - 1,
+            _ => hi = mid - 1,
         }
     }
     best

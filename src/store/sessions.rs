@@ -312,8 +312,8 @@ mod tests {
                ('both', 'a', 't', 0, NULL, NULL);
              INSERT INTO cmp_tasks(id, title, scope) VALUES
                ('task_s', 't', 's'), ('task_t', 't', 't'), ('both', 't', 's');
-             -- Captured long before the horizons below but the oldest (1968): a replacement is
-             -- named only once it is visible.
+             -- Captured in 2000: after the oldest horizon below (1968), before the others; a
+             -- replacement is named only at a horizon where it is visible.
              UPDATE cmp_memories SET captured_at = '2000-01-01T00:00:00Z';",
         )
         .expect("rows");

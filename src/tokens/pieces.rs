@@ -242,12 +242,9 @@ fn long_piece_encoding(piece: &str, tokens: &impl Fn(&str) -> Vec<u32>) -> std::
 /// their parts (the recent pieces' cache). Past the kept tokens the part's end can merge
 /// differently; the slack keeps that away from the cut.
 fn long_piece_head(enc: Encoding, piece: &str, want: usize, tokens: &impl Fn(&str) -> Vec<u32>) -> std::rc::Rc<[u32]> {
-    let mut bytes = want.saturating_add(HEAD_SLACK).saturating_mul(HEAD_BYTES_PER_TOKEN).next_power_of_two();
+    let mut bytes = super::quantised(want.saturating_add(HEAD_SLACK).saturating_mul(HEAD_BYTES_PER_TOKEN));
     loop {
-        let mut end = bytes.min(piece.len());
-        while !piece.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = super::floor_boundary(piece, bytes);
         let part = &piece[..end];
         let t = RECENT_TOKENS.with(|r| r.borrow_mut()[enc as usize].get_or(part, || long_piece_encoding(part, tokens)));
         if end == piece.len() || t.len() >= want.saturating_add(HEAD_SLACK) {
