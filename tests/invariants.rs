@@ -246,6 +246,60 @@ proptest! {
     }
 }
 
+/// Runs of characters that cost far more rendered than raw (escaped in JSON, or lines and fences
+/// in markdown).
+const COSTLY: &[&str] = &["\"", "\\", "\n", "\u{1}", "\t", "`", "\r\n", "\u{2028}"];
+
+/// A memory's text with a run of one costly character inside it.
+fn costly_text() -> impl Strategy<Value = String> {
+    (spec(), 0..COSTLY.len(), 1usize..400, any::<bool>()).prop_map(|(s, c, n, front)| {
+        let (text, run) = (content(&s), COSTLY[c].repeat(n));
+        if front {
+            format!("{run} {text}")
+        } else {
+            format!("{text} {run} end")
+        }
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
+
+    /// Budget monotonicity where a cut of a text can cost more rendered than its own token count
+    /// (a red-team pass found a generic pack that admitted such a memory at 417 tokens and not at
+    /// 418: the cut's shortening ended on an empty cut and bisected below it): 16 consecutive
+    /// budgets, every profile and format.
+    #[test]
+    fn costly_text_keeps_budget_monotonicity(
+        texts in prop::collection::vec(costly_text(), 4..24),
+        task in task(),
+        b in ROOMY..1400,
+        m in 0usize..4,
+    ) {
+        let conn = common::open();
+        for (i, t) in texts.iter().enumerate() {
+            insert_memory(&conn, &Mem::new(&format!("atlas launch {t}")).id(&format!("mem_{i:012x}")));
+        }
+        let task = format!("atlas {task}");
+        for format in ["smp", "json", "markdown"] {
+            let opts = json!({"now": NOW, "format": format});
+            let packed = |budget: i64| -> BTreeSet<String> {
+                let text = context_text(&conn, &task, MODELS[m], budget, None, &opts).unwrap();
+                if format == "markdown" {
+                    return text.lines().filter_map(|l| l.strip_prefix('[')?.split([' ', ']']).next().map(String::from)).collect();
+                }
+                refs(&serde_json::from_str(&text).unwrap()).into_iter().collect()
+            };
+            let mut small = packed(b);
+            for budget in b + 1..b + 16 {
+                let large = packed(budget);
+                prop_assert!(small.is_subset(&large), "{} at {}: {:?} lost at {}", format, budget - 1, small.difference(&large).collect::<Vec<_>>(), budget);
+                small = large;
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Turn { task: String, budget: i64, model: usize, delta: bool },

@@ -388,19 +388,22 @@ pub(crate) fn fit_step(idx: usize, item: &Item, m: &dyn Meter, room: usize, fold
     };
     // Shorter by the overshoot while that converges (the usual case: one or two cuts). What a cut
     // costs rendered (escaped quotes, control characters) can exceed its own token count, so the
-    // overshoot can pass every cut that fits: then bisect below the last cut tried.
+    // overshoot can pass every cut that fits, down to a cut that keeps nothing: then bisect below
+    // the shortest cut tried that overshoots.
+    let mut over_at = tokens;
     while let Some((step, over)) = cut(tokens) {
         if over == 0 {
             return Some(step);
         }
+        over_at = tokens;
         if over >= tokens {
             break;
         }
         tokens -= over;
     }
     // The longest cut below it that fits (a cut costs more as it grows), so a room that fits some
-    // cut always admits the item, whatever the stepping passed over.
-    let (mut lo, mut hi, mut best) = (1, tokens.saturating_sub(1), None);
+    // cut always admits the item, whatever the stepping passed over: a larger room admits it too.
+    let (mut lo, mut hi, mut best) = (1, over_at.saturating_sub(1), None);
     while lo <= hi {
         let mid = lo + (hi - lo) / 2;
         match cut(mid) {
