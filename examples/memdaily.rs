@@ -27,7 +27,9 @@
 //!
 //! What the model reads, in real tokens: cmp's markdown pack at the budget (its `budget.used` is the
 //! rendered output's count) against the baseline's ranking rendered as a plain markdown list
-//! (`- [ref] content` per line), filled while the list's o200k_base count fits the budget.
+//! (`- [ref] content` per line), filled while the list's o200k_base count fits the budget; and cmp's
+//! own ranking (the `cmp_search` order) rendered as the same plain list, which tells what cmp's
+//! ranking gains from what its markdown pack's header, rules and headings cost.
 //!
 //! Also measured: how `cmp_tokens` (the estimate the packer uses) compares with real o200k_base counts
 //! (tiktoken-rs) over every message. The data (no licence published; research use) is read from
@@ -292,6 +294,20 @@ fn baseline_ranking(store: &Store, task: &str) -> Res<Vec<usize>> {
     rows.map(|r| r.map(|x| x as usize).map_err(|e| format!("baseline: {e}"))).collect()
 }
 
+/// cmp's own ranking of a task: the `cmp_search` order at the file's clock.
+fn search_ranking(store: &Store, task: &str, now: &str) -> Res<Vec<usize>> {
+    let opts = json!({"now": now}).to_string();
+    let mut st =
+        store.conn.prepare_cached("SELECT ref FROM cmp_search(?1, ?2)").map_err(|e| format!("cmp_search: {e}"))?;
+    let rows = st.query_map(params![task, opts], |r| r.get::<_, String>(0)).map_err(|e| format!("cmp_search: {e}"))?;
+    let mut out = Vec::new();
+    for r in rows {
+        let r = r.map_err(|e| format!("cmp_search: {e}"))?;
+        out.push(*store.by_id.get(&r).ok_or(format!("cmp_search returned unknown ref {r}"))?);
+    }
+    Ok(out)
+}
+
 /// Greedy fill: rows in ranking order, a row that does not fit is skipped and the fill goes on.
 fn fill(ranking: &[usize], cost: impl Fn(usize) -> i64, budget: i64) -> Vec<usize> {
     let (mut used, mut out) = (0, Vec::new());
@@ -387,6 +403,7 @@ struct Cell {
     content: i64,
     markdown: f64,
     list: f64,
+    own_list: f64,
 }
 
 /// chars/4, cmp_tokens and real o200k_base counts over every message.
@@ -434,6 +451,7 @@ fn run() -> Res<()> {
         }
         for q in &f.questions {
             let base_rank = baseline_ranking(&store, &q.text)?;
+            let own_rank = search_ranking(&store, &q.text, &f.now)?;
             for (pi, p) in args.profiles.iter().enumerate() {
                 let cost = |i: usize| store.cost[i][pi];
                 for (bi, &budget) in args.budgets.iter().enumerate() {
@@ -444,6 +462,7 @@ fn run() -> Res<()> {
                     let base_equal = fill(&base_rank, cost, content);
                     let md = markdown_pack(&store, &call)?;
                     let list = plain_list(f, &base_rank, budget, &bpe);
+                    let own_list = plain_list(f, &own_rank, budget, &bpe);
                     let c = &mut cells[pi][bi];
                     c.n += 1;
                     c.cmp += recall(&q.evidence, &pack);
@@ -451,6 +470,7 @@ fn run() -> Res<()> {
                     c.base_equal += recall(&q.evidence, &base_equal);
                     c.markdown += recall(&q.evidence, &md);
                     c.list += recall(&q.evidence, &list);
+                    c.own_list += recall(&q.evidence, &own_list);
                     c.items += pack.len();
                     c.content += content;
                     if explain_left > 0 && recall(&q.evidence, &pack) < recall(&q.evidence, &base) {
@@ -520,13 +540,13 @@ fn run() -> Res<()> {
         }
     }
     let _ = writeln!(s, "\n## What the model reads, at the budget in real tokens (o200k_base)\n");
-    let _ = writeln!(s, "| profile | budget | cmp markdown | plain trigram list | Δ |");
-    let _ = writeln!(s, "|---|---|---|---|---|");
+    let _ = writeln!(s, "| profile | budget | cmp markdown | plain trigram list | Δ | plain own-ranking list |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
     for (pi, p) in args.profiles.iter().enumerate() {
         for (bi, b) in args.budgets.iter().enumerate() {
             let c = cells[pi][bi];
-            let (m, l) = (pct(c.markdown, c.n), pct(c.list, c.n));
-            let _ = writeln!(s, "| {p} | {b} | {m:.1} | {l:.1} | {:+.1} |", m - l);
+            let (m, l, o) = (pct(c.markdown, c.n), pct(c.list, c.n), pct(c.own_list, c.n));
+            let _ = writeln!(s, "| {p} | {b} | {m:.1} | {l:.1} | {:+.1} | {o:.1} |", m - l);
         }
     }
     let _ = writeln!(s, "\n## Token estimates on these messages\n");

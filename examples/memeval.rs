@@ -28,6 +28,11 @@
 //! - **What the model reads, at B real tokens.** Every output is counted with OpenAI's o200k_base.
 //!   cmp's SMP and markdown packs against the baseline rendered as a plain markdown list
 //!   (`- [ref] content`, one line per memory) filled while the list fits B.
+//! - **What word matching can reach.** The evidence that shares a stemmed search word with the
+//!   question, a speaker's name aside (every message of a speaker names them): the turn recall of
+//!   a pack holding all of it is the ceiling of a retriever that finds by words; each system's
+//!   recall is split into that evidence and the rest (which only context, dates or a sentence
+//!   model can find).
 //!
 //! Checks on every envelope: `used <= tokens`; for gpt, `used` equals the o200k count of the output;
 //! for the estimated profiles, the estimate against o200k; budget monotonicity (every ref packed at a
@@ -404,6 +409,22 @@ fn content_cost(text: &str) -> usize {
     ((text.chars().count() as f64 / CHARS_PER_TOKEN).ceil() as usize).max(1) + ITEM_OVERHEAD
 }
 
+/// Stems of the words of every speaker's name in a conversation.
+fn speaker_stems(c: &Conversation) -> HashSet<String> {
+    let names: BTreeSet<&str> = c.turns.iter().map(|t| t.speaker.as_str()).collect();
+    names.iter().flat_map(|n| cmp::text::query_terms(n, 8)).map(|w| cmp::text::stem(&w)).collect()
+}
+
+/// The turns that share a stemmed search word with the task, a speaker's name aside: what a
+/// retriever that finds by words (and not by a speaker every message of theirs names) can reach.
+fn word_reachable(c: &Conversation, task: &str, speakers: &HashSet<String>) -> HashSet<usize> {
+    let stem_set = |t: &str, cap| -> HashSet<String> {
+        cmp::text::query_terms(t, cap).iter().map(|w| cmp::text::stem(w)).filter(|w| !speakers.contains(w)).collect()
+    };
+    let task = stem_set(task, cmp::retrieve::MAX_TERMS);
+    (0..c.turns.len()).filter(|&i| !stem_set(&c.turns[i].content, usize::MAX).is_disjoint(&task)).collect()
+}
+
 /// Greedy fill in ranking order: take what fits, skip what does not, keep going.
 fn fill(ranking: &[usize], room: usize, cost: impl Fn(usize) -> usize) -> Vec<usize> {
     let mut used = 0;
@@ -606,6 +627,7 @@ fn run() -> Res<()> {
     for (ds, convs) in &loaded {
         for c in convs {
             let store = build_store(c, embedder.as_deref())?;
+            let speakers = speaker_stems(c);
             for q in c.questions.iter().take(a.questions.unwrap_or(usize::MAX)) {
                 let mut opts = json!({"now": c.now});
                 if let Some(dir) = &a.embedder {
@@ -616,6 +638,8 @@ fn run() -> Res<()> {
                 let (opts, md_opts) = (opts.to_string(), md_opts.to_string());
                 let bm25 = bm25_ranking(&store, &q.text)?;
                 let search = search_ranking(&store, &q.text, &opts)?;
+                let reachable = word_reachable(c, &q.text, &speakers);
+                let by_words = |v: &[usize]| v.iter().copied().filter(|i| reachable.contains(i)).collect::<Vec<_>>();
                 for model in &a.profiles {
                     let mut prev: Option<HashSet<usize>> = None;
                     for &b in &a.budgets {
@@ -648,6 +672,9 @@ fn run() -> Res<()> {
                         cell.add("search@C", q.category, c, q, &own_c, smp.content);
                         cell.add("cmp smp", q.category, c, q, &smp.refs, smp.real);
                         cell.add("cmp md", q.category, c, q, &md.refs, md.real);
+                        cell.add("word ceiling", q.category, c, q, &reachable.iter().copied().collect::<Vec<_>>(), 0);
+                        cell.add("cmp by words", q.category, c, q, &by_words(&smp.refs), 0);
+                        cell.add("bm25@C by words", q.category, c, q, &by_words(&base_c), 0);
                         cell.add("bm25 list", q.category, c, q, &plain_list(c, &bm25, b as usize), b as usize);
                         cell.add("search list", q.category, c, q, &plain_list(c, &search, b as usize), b as usize);
                         let hits = |v: &[usize]| {
@@ -714,6 +741,30 @@ fn report(a: &Args, cells: &BTreeMap<(String, String, i64), Cell>, checks: &Chec
                     smp.pct() - list.pct(),
                     smp.mean_tokens(),
                     md.mean_tokens()
+                );
+            }
+        }
+        println!("\n### {ds}: what word matching can reach (equal content tokens; categories 1–4, turn recall %)\n");
+        println!("Evidence that shares a search word with the question, a speaker's name aside (the ceiling of a");
+        println!("retriever that finds by words), and each system's recall split into such evidence and the rest.\n");
+        println!("| profile | budget | word ceiling | cmp: by words / other | BM25 fill: by words / other | cmp − BM25 by words | cmp − BM25 other |");
+        println!("|---|---|---|---|---|---|---|");
+        for p in &a.profiles {
+            for &b in &a.budgets {
+                let Some(cell) = cells.get(&(ds.clone(), p.clone(), b)) else { continue };
+                let (ceil, s, sw, base, bw) = (
+                    cell.overall("word ceiling").pct(),
+                    cell.overall("cmp").pct(),
+                    cell.overall("cmp by words").pct(),
+                    cell.overall("bm25@C").pct(),
+                    cell.overall("bm25@C by words").pct(),
+                );
+                println!(
+                    "| {p} | {b} | {ceil:.1} | {sw:.1} / {:.1} | {bw:.1} / {:.1} | {:+.1} | {:+.1} |",
+                    s - sw,
+                    base - bw,
+                    sw - bw,
+                    (s - sw) - (base - bw)
                 );
             }
         }
