@@ -295,7 +295,8 @@ proptest! {
 
 /// The summary rule, in SQL: a 10k-token note with a stored summary, packed for cursor at 3000,
 /// arrives as its summary followed by the start of its text (`why.compressed` = "truncated"); at
-/// the smallest budget that admits it, as its summary alone (`why.compressed` = "summary").
+/// smaller budgets, as its summary alone (`why.compressed` = "summary") or, in the room a pack
+/// stopped at, a cut of its summary.
 #[test]
 fn a_long_note_keeps_its_summary_in_front() {
     let conn = common::open();
@@ -327,9 +328,19 @@ fn a_long_note_keeps_its_summary_in_front() {
     assert!(content.contains("Step 0 of the Atlas migration"), "the text follows the summary");
     let n: i64 = conn.query_row("SELECT cmp_tokens(?1, 'cursor')", [&content], |r| r.get(0)).unwrap();
     assert!(n > 1_500 && n < 3_000, "{n} tokens of content at 3000");
-    // The smallest budget (to 10 tokens) that admits the note: the summary alone.
-    let first = (300..3000).step_by(10).find(|&b| item(b).is_some()).expect("admitted below 3000");
-    let (content, why) = item(first).unwrap();
-    assert_eq!(content, summary);
-    assert_eq!(why["compressed"], "summary", "{why}");
+    // Every budget (to 10 tokens) that admits the note shows its summary first: below the one
+    // that fits the summary whole, the room the pack stopped at holds a cut of the summary, never
+    // a cut of the text without it.
+    let admitted: Vec<(String, Value)> = (300..3000).step_by(10).filter_map(item).collect();
+    assert!(!admitted.is_empty(), "admitted below 3000");
+    for (content, why) in &admitted {
+        let lead = content.split(SUMMARY_SEPARATOR).next().unwrap_or("");
+        let lead = lead.strip_suffix('…').unwrap_or(lead);
+        assert!(summary.starts_with(lead) && !lead.is_empty(), "{why}: {}", &content[..80.min(content.len())]);
+    }
+    let whole = admitted.iter().find(|(c, _)| c.as_str() == summary).expect("the summary alone at some budget");
+    assert_eq!(whole.1["compressed"], "summary", "{}", whole.1);
 }
+
+/// What separates a summary from the text that follows it while its item grows.
+const SUMMARY_SEPARATOR: &str = "\n\n";

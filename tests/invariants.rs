@@ -268,7 +268,7 @@ proptest! {
     /// Budget monotonicity where a cut of a text can cost more rendered than its own token count
     /// (a red-team pass found a generic pack that admitted such a memory at 417 tokens and not at
     /// 418: the cut's shortening ended on an empty cut and bisected below it): 16 consecutive
-    /// budgets, every profile and format.
+    /// budgets, every profile and format, each output within its budget as the model counts it.
     #[test]
     fn costly_text_keeps_budget_monotonicity(
         texts in prop::collection::vec(costly_text(), 4..24),
@@ -285,6 +285,8 @@ proptest! {
             let opts = json!({"now": NOW, "format": format});
             let packed = |budget: i64| -> BTreeSet<String> {
                 let text = context_text(&conn, &task, MODELS[m], budget, None, &opts).unwrap();
+                // The budget bound, as the model's counter counts the output.
+                assert!(tokens(&conn, &text, MODELS[m]) <= budget, "{format} over {budget}");
                 if format == "markdown" {
                     return text.lines().filter_map(|l| l.strip_prefix('[')?.split([' ', ']']).next().map(String::from)).collect();
                 }

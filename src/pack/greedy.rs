@@ -67,7 +67,7 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
         Some(s)
     });
     let mut prefix = take_prefix(&items, p.meter, floors.into_iter().chain(seq), p.room());
-    prefix.fill_last(&items, p.meter, p.room());
+    prefix.fill_last(&items, p.meter, p.room(), &[]);
     let prior = |l: Layer| weights[l as usize] / sum;
     let mut packed_idx = prefix.order.clone();
     packed_idx.sort_by_key(|&i| items[i].layer);

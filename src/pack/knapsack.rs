@@ -9,7 +9,8 @@
 //! of a very long text) is admitted at that rung, carrying [`SHORT_RUNG_VALUE`] of its utility, and
 //! grows back to its full text through upgrade steps that compete on their own density. The pack is
 //! the longest prefix of the sequence that fits the budget: compress, don't drop, and budget
-//! monotonicity holds exactly.
+//! monotonicity holds exactly. The memory the prefix stopped at enters the room left at its first
+//! ladder rung that fits, or truncated, as in the generic packer.
 
 use super::{collect, floor_plan, fold, plan, take_prefix, utility, Item, Layer, Pack, Params, Step};
 use crate::text;
@@ -283,6 +284,8 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
         first,
     };
     let mut prefix = take_prefix(&items, p.meter, seq, p.room());
+    let stopped_folds = prefix.stopped.as_ref().and_then(|s| folded.get(&s.item)).cloned().unwrap_or_default();
+    prefix.fill_last(&items, p.meter, p.room(), &stopped_folds);
     let mut folded = folded;
 
     let mut packed_idx: Vec<usize> = (0..items.len()).filter(|&i| prefix.state[i].is_some()).collect();

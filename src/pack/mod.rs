@@ -359,13 +359,20 @@ pub(crate) fn plan(idx: usize, item: &Item, p: &Params<'_>, ladder: bool, folded
 /// rung that fits `room`, else its text truncated to fit, then steps up to its full text. Judged
 /// against [`Params::floor_room`], not the call's budget, so its cost is the same at every budget.
 pub(crate) fn floor_plan(idx: usize, item: &Item, p: &Params<'_>, room: usize, folded: &[String]) -> Option<Plan> {
-    let admit = fit_step(idx, item, p.meter, room, folded)?;
+    let admit = fit_step(idx, item, p.meter, room, folded, &item.content)?;
     Some(Plan { upgrades: upgrades(idx, item, p, &admit, folded, None), admit })
 }
 
-/// Item `idx` admitted within `room`: its first ladder rung that fits, else its text truncated to
-/// fit; None when not even a truncated text fits.
-pub(crate) fn fit_step(idx: usize, item: &Item, m: &dyn Meter, room: usize, folded: &[String]) -> Option<Step> {
+/// Item `idx` admitted within `room`: its first ladder rung that fits, else `source` (its text, or
+/// its stored summary) truncated to fit; None when not even a truncated text fits.
+pub(crate) fn fit_step(
+    idx: usize,
+    item: &Item,
+    m: &dyn Meter,
+    room: usize,
+    folded: &[String],
+    source: &str,
+) -> Option<Step> {
     for (content, tag) in ladder::rungs(item) {
         if m.content_tokens(&content) > room {
             continue;
@@ -379,7 +386,7 @@ pub(crate) fn fit_step(idx: usize, item: &Item, m: &dyn Meter, room: usize, fold
     let mut tokens = room.checked_sub(framing).filter(|t| *t > 0)?;
     // The text cut to `tokens`, as a step, and how far it overshoots the room (0 when it fits).
     let cut = |tokens: usize| -> Option<(Step, usize)> {
-        let content = m.cut(&item.content, tokens);
+        let content = m.cut(source, tokens);
         if content.is_empty() {
             return None;
         }
@@ -459,16 +466,20 @@ impl Prefix {
     }
 
     /// When the prefix stopped at an admission, admits that item in the room left, at the first
-    /// ladder rung that fits or truncated ([`fit_step`]). Refs stay a superset as the budget grows:
-    /// a larger room either fits the same step or passes it. (Only for items without folded refs.)
-    pub(crate) fn fill_last(&mut self, items: &[Item], meter: &dyn Meter, room: usize) {
+    /// ladder rung that fits or truncated ([`fit_step`]: a cut of its stored summary when it has
+    /// one, which is never lost to a cut of the text), priced with the refs folded into it
+    /// (`folded`). Refs stay a superset as the budget grows: a larger room either fits the same
+    /// step or passes it.
+    pub(crate) fn fill_last(&mut self, items: &[Item], meter: &dyn Meter, room: usize, folded: &[String]) {
         let Some(s) = self.stopped.take() else { return };
         if self.state[s.item].is_some() {
             return;
         }
         let groups: usize = self.new_groups(meter, &items[s.item]).iter().map(|g| g.1).sum();
         let left = room.saturating_sub(self.used + groups);
-        if let Some(step) = fit_step(s.item, &items[s.item], meter, left, &[]) {
+        let item = &items[s.item];
+        let summary = ladder::rungs(item).into_iter().find(|r| r.1 == Some("summary")).map(|r| r.0);
+        if let Some(step) = fit_step(s.item, item, meter, left, folded, summary.as_deref().unwrap_or(&item.content)) {
             let applied = self.apply(items, meter, step, room);
             debug_assert!(applied.is_ok(), "a step fitted to the room left fits it");
         }
