@@ -1,6 +1,7 @@
 //! The protocol's invariants as property tests over random stores (docs/protocol.md):
 //! budget bound, budget monotonicity (superset), global dedup, superseded-never, redacted-never,
-//! scope isolation, constant legend, determinism; the session delta's no-leak, no-resend, eviction
+//! scope isolation, constant legend, determinism; monotonicity over text that costs more rendered
+//! than raw; pages that serve exactly what a pack left out; the session delta's no-leak, no-resend, eviction
 //! soundness, cursor order and mirror equality; MQL narrowing only removes and paging partitions.
 
 mod common;
@@ -298,6 +299,46 @@ proptest! {
                 prop_assert!(small.is_subset(&large), "{} at {}: {:?} lost at {}", format, budget - 1, small.difference(&large).collect::<Vec<_>>(), budget);
                 small = large;
             }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
+
+    /// A partial pack's cursor pages exactly what the pack left out: as many memories as
+    /// `coverage.excluded` says, each once, none of them packed, none hidden; stores of ordinary
+    /// and costly texts, every profile.
+    #[test]
+    fn pages_serve_exactly_what_the_pack_left_out(
+        specs in prop::collection::vec(spec(), 8..40),
+        costly in prop::collection::vec(costly_text(), 0..8),
+        task in task(),
+        b in ROOMY..1500,
+        m in 0usize..4,
+    ) {
+        let (conn, hidden) = store(&specs);
+        for (i, t) in costly.iter().enumerate() {
+            insert_memory(&conn, &Mem::new(&format!("atlas launch {t}")).id(&format!("mem_c{i:011x}")));
+        }
+        let pack: Value = serde_json::from_str(&context_text(&conn, &task, MODELS[m], b, None, &json!({"now": NOW})).unwrap()).unwrap();
+        let packed: HashSet<String> = refs(&pack).into_iter().collect();
+        let mut paged: Vec<String> = Vec::new();
+        let mut cursor = pack["cursor"].as_str().map(String::from);
+        let mut pages = 0;
+        while let Some(c) = cursor {
+            let p: Value = serde_json::from_str(&conn.query_row("SELECT cmp_expand(?1, 'more')", [&c], |r| r.get::<_, String>(0)).unwrap()).unwrap();
+            paged.extend(refs(&p));
+            cursor = p["cursor"].as_str().map(String::from);
+            pages += 1;
+            prop_assert!(pages < 200, "the cursor never ends");
+        }
+        let unique: HashSet<&String> = paged.iter().collect();
+        prop_assert_eq!(unique.len(), paged.len(), "a ref repeats across pages: {:?}", paged);
+        prop_assert_eq!(paged.len() as u64, pack["coverage"]["excluded"].as_u64().unwrap());
+        for r in &paged {
+            prop_assert!(!packed.contains(r), "{} is packed and paged", r);
+            prop_assert!(!hidden.contains(r), "{} surfaced on a page", r);
         }
     }
 }
