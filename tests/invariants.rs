@@ -1,8 +1,9 @@
 //! The protocol's invariants as property tests over random stores (docs/protocol.md):
 //! budget bound, budget monotonicity (superset), global dedup, superseded-never, redacted-never,
 //! scope isolation, constant legend, determinism; monotonicity over text that costs more rendered
-//! than raw; pages that serve exactly what a pack left out; the session delta's no-leak, no-resend, eviction
-//! soundness, cursor order and mirror equality; MQL narrowing only removes and paging partitions.
+//! than raw; pages that serve exactly what a pack left out; the session delta's no-leak,
+//! no-resend, eviction soundness, cursor order and mirror equality; MQL narrowing only removes and
+//! paging partitions.
 
 mod common;
 
