@@ -965,6 +965,27 @@ fn ids_that_are_not_mem_hex() {
     assert_eq!(q1::<String>(&conn, "SELECT typeof(id) FROM cmp_memories WHERE content LIKE '%integer'", []), "text");
 }
 
+/// Ids that are blobs (TEXT affinity keeps a blob a blob): such a row has no ref a caller could cite
+/// or expand, and two of them would read as one ref (`""`), so no read ever shows them; the other
+/// rows read as usual (a red-team pass found two blob ids sharing a ref in one pack).
+#[test]
+fn ids_that_are_blobs_are_never_read() {
+    let conn = base();
+    conn.execute_batch(
+        "INSERT INTO cmp_memories(id, content, captured_at) VALUES
+           (x'01', 'Orion mascot vote first blob', '2026-05-31T00:00:00Z'),
+           (x'02', 'Orion mascot vote second blob', '2026-05-31T00:00:00Z')",
+    )
+    .expect("blob ids");
+    raw(&conn, "id, content, captured_at", "'mem_0dd000000b01', 'Orion mascot vote text', '2026-05-31T00:00:00Z'");
+    let seen = run_everything(&conn, "orion mascot vote", json!({}), &["mem_0dd000000b01"]);
+    assert!(seen.found("mem_0dd000000b01"));
+    assert!(!seen.found(""), "a blob id surfaced as the ref \"\"");
+    for (r, _) in seen.search.iter() {
+        assert!(!r.is_empty(), "cmp_search returned an empty ref");
+    }
+}
+
 // ------------------------------------------------------------------------------ redacted / scope
 
 /// `redacted` is meant to be 0 or 1. Retrieval and the FTS index treat any value other than 0 or

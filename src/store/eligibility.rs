@@ -1,7 +1,8 @@
 //! Which memory rows a read may see, written once as SQL conditions over `cmp_memories AS m` and
 //! reused by every read: retrieval, MQL, expand and session turns. A row is *eligible* when it is in
-//! the reader's scope, not redacted and not superseded at the reader's horizon; it is *visible* when
-//! it was captured at or before the horizon.
+//! the reader's scope, has a text id (a ref a caller can cite and expand), is not redacted and is
+//! not superseded at the reader's horizon; it is *visible* when it was captured at or before the
+//! horizon.
 
 /// SQL: the row (alias `m`) is not redacted. Anything but 0 or NULL, also a text or a real, counts
 /// as redacted.
@@ -28,12 +29,22 @@ pub const NOT_REDACTED: &str = not_redacted!();
 /// SQL (parameter `:h`): the row (alias `m`) is superseded at the horizon.
 pub const SUPERSEDED: &str = superseded!();
 
+/// SQL: the row (alias `m`) has a text id. A blob id (TEXT affinity keeps blobs as they are) has no
+/// text a caller could cite or expand, and two such rows would read as one ref: never read.
+macro_rules! text_id {
+    () => {
+        "typeof(m.id) = 'text'"
+    };
+}
+
 /// SQL condition (table alias `m`, parameters `:scope`, `:h` = horizon as a Julian day) for a row
-/// that may be read: in scope, not redacted, not superseded at the horizon.
-pub const ELIGIBLE: &str = concat!("m.scope = :scope AND ", not_redacted!(), " AND NOT ", superseded!());
+/// that may be read: in scope, with a text id, not redacted, not superseded at the horizon.
+pub const ELIGIBLE: &str =
+    concat!("m.scope = :scope AND ", text_id!(), " AND ", not_redacted!(), " AND NOT ", superseded!());
 /// [`ELIGIBLE`] without the supersession test (MQL with `valid_only: false` narrows afterwards). It
 /// names `:h` too, so both conditions bind the same parameters.
-pub const ELIGIBLE_ANY_VERSION: &str = concat!("m.scope = :scope AND ", not_redacted!(), " AND :h IS NOT NULL");
+pub const ELIGIBLE_ANY_VERSION: &str =
+    concat!("m.scope = :scope AND ", text_id!(), " AND ", not_redacted!(), " AND :h IS NOT NULL");
 /// SQL condition for a row already captured at the horizon (unparseable timestamps count as visible).
 pub const VISIBLE: &str = "coalesce(julianday(m.captured_at) <= :h, 1)";
 
