@@ -320,7 +320,7 @@ pub fn warnings(g: &Gathered) -> Vec<Value> {
 /// Packs the gathered candidates so that the output fits `budget` tokens.
 pub fn pack_at(g: &Gathered, budget: usize, layout: &Layout, reserve: usize) -> Pack {
     let params = pack::Params { profile: g.profile, budget, reserve, intent: g.intent, meter: layout };
-    let mut p = pack::pack(g.items.clone(), params);
+    let mut p = pack::pack(&g.items, params);
     p.budget = g.budget;
     p
 }

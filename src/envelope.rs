@@ -387,9 +387,14 @@ impl Layout {
 
     /// Tokens of one unit (with the newline that follows it).
     pub fn unit(&self, text: &str) -> usize {
-        let mut s = String::with_capacity(text.len() + 1);
+        self.unit_ending(text, "\n")
+    }
+
+    /// Tokens of `text` followed by `end` (one string, one count).
+    fn unit_ending(&self, text: &str, end: &str) -> usize {
+        let mut s = String::with_capacity(text.len() + end.len());
         s.push_str(text);
-        s.push('\n');
+        s.push_str(end);
         self.counter.count(&s)
     }
 
@@ -424,7 +429,7 @@ impl Layout {
             head.push_str(&indented(v.content));
             return vec![head];
         }
-        let rest = serde_json::to_string(&ItemRest {
+        let mut rest = serde_json::to_string(&ItemRest {
             layer: it.layer.name(),
             relevance: round_num(it.relevance),
             relevance_basis: it.basis,
@@ -435,11 +440,10 @@ impl Layout {
             entities: &it.entities,
         })
         .unwrap_or_default();
-        vec![
-            format!("{{\"ref\":{},", Value::String(it.r#ref.clone())),
-            format!("\"content\":{},", Value::String(v.content.to_string())),
-            rest[1..].to_string(),
-        ]
+        // The rest's own opening brace is the one the ref unit opens.
+        rest.remove(0);
+        let quoted = |t: &str| serde_json::to_string(t).unwrap_or_default();
+        vec![format!("{{\"ref\":{},", quoted(&it.r#ref)), format!("\"content\":{},", quoted(v.content)), rest]
     }
 
     /// The session delta's entry for a new item.
@@ -484,7 +488,7 @@ impl Layout {
     /// A unit followed by its list separator when `last` (counted with the separator: the worst case).
     fn unit_sep(&self, u: &str, last: bool) -> usize {
         if last && self.format != Format::Markdown {
-            self.unit(&format!("{u},"))
+            self.unit_ending(u, ",\n")
         } else {
             self.unit(u)
         }

@@ -479,7 +479,7 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// Sorted, deduplicated hashes of the lowercase alphanumeric words of `s` (Jaccard input).
 pub fn word_set(s: &str) -> Vec<u64> {
-    let mut v: Vec<u64> = words(s).iter().map(|w| fnv1a(w.as_bytes())).collect();
+    let mut v: Vec<u64> = map_words(s, |w| fnv1a(w.as_bytes()));
     v.sort_unstable();
     v.dedup();
     v

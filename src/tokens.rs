@@ -168,8 +168,9 @@ fn bpe_prefix(enc: pieces::Encoding, bpe: &Table, text: &str, room: usize) -> St
 }
 
 thread_local! {
-    /// Counts by (encoding, text hash), one map per thread: no lock on the hot path.
-    static CACHE: RefCell<HashMap<(u8, u64), u32>> = RefCell::new(HashMap::new());
+    /// Counts by (encoding, text hash), one map per thread: no lock on the hot path. The key is
+    /// already a keyed hash, so the map hashes it with Fx rather than SipHash a second time.
+    static CACHE: RefCell<HashMap<(u8, u64), u32, rustc_hash::FxBuildHasher>> = RefCell::new(HashMap::default());
 }
 
 /// The cache's text hash: SipHash with keys drawn at random once per process (`DefaultHasher::new()`

@@ -130,10 +130,10 @@ proptest! {
         let room = params.room();
         // Which memories fold into which does not depend on the budget: read it off a pack that
         // holds everything.
-        let all = pack::pack(items.clone(), Params { budget: 1 << 40, reserve: 0, ..params });
+        let all = pack::pack(&items, Params { budget: 1 << 40, reserve: 0, ..params });
         let folds: HashMap<String, Vec<String>> =
             all.items.iter().map(|x| (x.item.r#ref.clone(), x.folded_refs.clone())).collect();
-        let pack = pack::pack(items.clone(), params);
+        let pack = pack::pack(&items, params);
         let packed: HashSet<String> = pack.items.into_iter().map(|x| x.item.r#ref).collect();
         let want = fitting_prefix(&items, &layout, room, &folds);
         for r in &want {

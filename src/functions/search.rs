@@ -7,11 +7,20 @@ use crate::options;
 use crate::retrieve::{self, Query};
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
-use serde_json::json;
+use serde::Serialize;
 use std::ffi::{c_int, CStr};
 
 /// Options `cmp_search` accepts.
 pub const OPTIONS: &[&str] = &["now", "as_of", "scope", "query_embedding", "embedder"];
+
+/// A row's `why` column, serialised in this field order: `{"retrievers": [...], "matched_terms":
+/// [...], "fused_rank": n or null}`.
+#[derive(Serialize)]
+struct Why<'a> {
+    retrievers: Vec<&'static str>,
+    matched_terms: &'a [String],
+    fused_rank: Option<usize>,
+}
 
 /// The `cmp_search` table-valued function.
 pub struct Search;
@@ -41,16 +50,18 @@ impl TableFn for Search {
         Ok(r.candidates
             .into_iter()
             .map(|c| {
-                let retrievers: Vec<&str> = c.retrievers.iter().map(|r| r.name()).collect();
-                let why =
-                    json!({"retrievers": retrievers, "matched_terms": c.matched_terms, "fused_rank": c.fused_rank});
+                let why = Why {
+                    retrievers: c.retrievers.iter().map(|r| r.name()).collect(),
+                    matched_terms: &c.matched_terms,
+                    fused_rank: c.fused_rank,
+                };
                 vec![
                     Value::Text(c.mem.id),
                     Value::Text(c.mem.content),
                     Value::Text(c.mem.kind),
                     c.relevance.map_or(Value::Null, Value::Real),
                     c.basis.map_or(Value::Null, |b| Value::Text(b.name().into())),
-                    Value::Text(why.to_string()),
+                    Value::Text(serde_json::to_string(&why).unwrap_or_default()),
                     c.fused_rank.map_or(Value::Null, |r| Value::Integer(r as i64)),
                     Value::Text(c.mem.occurred_at.unwrap_or(c.mem.captured_at)),
                     Value::Text(serde_json::to_string(&c.mem.entities).unwrap_or_else(|_| "[]".into())),

@@ -13,7 +13,7 @@ use super::{collect, floor_plan, plan, take_prefix, utility, Item, Layer, Pack, 
 use std::collections::VecDeque;
 
 /// Packs with the per-layer greedy.
-pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
+pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
     let weights = p.intent.weights();
     let sum: f64 = weights.iter().sum();
     // Each layer's queue of steps: every item's admission followed by its upgrades, in retrieval order.
@@ -66,13 +66,13 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
         consumed[l] += s.cost;
         Some(s)
     });
-    let mut prefix = take_prefix(&items, p.meter, floors.into_iter().chain(seq), p.room());
-    prefix.fill_last(&items, p.meter, p.room(), &[]);
+    let mut prefix = take_prefix(items, p.meter, floors.into_iter().chain(seq), p.room());
+    prefix.fill_last(items, p.meter, p.room(), &[]);
     let prior = |l: Layer| weights[l as usize] / sum;
     let mut packed_idx = prefix.order.clone();
     packed_idx.sort_by_key(|&i| items[i].layer);
     let items_out = collect(
-        &items,
+        items,
         &mut prefix.state,
         &packed_idx,
         |_| Vec::new(),
@@ -106,7 +106,7 @@ mod tests {
             Item { relevance: Some(0.9), ..item("f1", "second found fact") },
             Item { relevance: Some(0.5), ..item("f2", "third found fact") },
         ];
-        let p = pack(items, params(GENERIC, 2 * (3 + Words::FRAMING)));
+        let p = pack(&items, params(GENERIC, 2 * (3 + Words::FRAMING)));
         assert_eq!(refs(&p), vec!["f0", "f1"]);
         assert_eq!(p.excluded.iter().map(|i| i.r#ref.as_str()).collect::<Vec<_>>(), vec!["f2"]);
     }
@@ -116,18 +116,18 @@ mod tests {
         let long = words("w", 5 * MAX_STEP_TOKENS);
         let items = vec![item("short", "a short fact"), item("long", &long)];
         let admitted = (3 + Words::FRAMING) + (MAX_STEP_TOKENS + Words::FRAMING);
-        let p = pack(items.clone(), params(GENERIC, admitted));
+        let p = pack(&items, params(GENERIC, admitted));
         assert_eq!(refs(&p), vec!["short", "long"]);
         assert_eq!(p.items[1].compressed, Some("truncated"));
         assert_eq!(p.used, admitted);
-        let p = pack(items, params(GENERIC, 6000));
+        let p = pack(&items, params(GENERIC, 6000));
         assert_eq!((p.items[1].content.as_str(), p.items[1].compressed), (long.as_str(), None));
     }
 
     #[test]
     fn a_growing_memory_does_not_hold_back_other_layers() {
         let items = vec![item("long", &words("w", 5 * MAX_STEP_TOKENS)), in_layer("d", "a decision", Layer::Decisions)];
-        let p = pack(items, params(GENERIC, (MAX_STEP_TOKENS + Words::FRAMING) + (2 + Words::FRAMING)));
+        let p = pack(&items, params(GENERIC, (MAX_STEP_TOKENS + Words::FRAMING) + (2 + Words::FRAMING)));
         assert_eq!(refs(&p), vec!["d", "long"]);
     }
 
@@ -139,7 +139,7 @@ mod tests {
             items.push(in_layer(&format!("d{i}"), &words(&format!("d{i}x"), 5), Layer::Decisions));
             items.push(in_layer(&format!("f{i}"), &words(&format!("f{i}x"), 5), Layer::Facts));
         }
-        let p = pack(items, params(GENERIC, 11 * (5 + Words::FRAMING)));
+        let p = pack(&items, params(GENERIC, 11 * (5 + Words::FRAMING)));
         let facts = p.items.iter().filter(|x| x.item.layer == Layer::Facts).count();
         let decisions = p.items.iter().filter(|x| x.item.layer == Layer::Decisions).count();
         assert_eq!(facts + decisions, 11);
@@ -152,7 +152,7 @@ mod tests {
     fn the_top_constraint_is_always_placed_first() {
         let mut items: Vec<Item> = (0..20).map(|i| item(&format!("f{i}"), &words(&format!("f{i}x"), 8))).collect();
         items.push(in_layer("rule", &words("r", 300), Layer::Constraints));
-        let p = pack(items, params(GENERIC, 200));
+        let p = pack(&items, params(GENERIC, 200));
         assert!(refs(&p).contains(&"rule"), "{:?}", refs(&p));
         assert_eq!(p.items[0].item.r#ref, "rule");
     }
@@ -161,7 +161,7 @@ mod tests {
     fn a_layer_without_weight_gets_nothing() {
         // Answer gives procedures no weight.
         let items = vec![in_layer("proc", "how to deploy", Layer::Procedures), item("fact", "a fact")];
-        let p = pack(items, params(GENERIC, 1000));
+        let p = pack(&items, params(GENERIC, 1000));
         assert_eq!(refs(&p), vec!["fact"]);
         assert_eq!(p.excluded.len(), 1);
     }

@@ -227,7 +227,7 @@ fn fold_facts(items: &[Item], pool: &[usize]) -> (Vec<bool>, HashMap<usize, Vec<
 }
 
 /// Packs with the knapsack.
-pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
+pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
     let weights = p.intent.weights();
     let sum: f64 = weights.iter().sum();
     let prior = |l: Layer| weights[l as usize] / sum;
@@ -239,7 +239,7 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
     let mut pool: Vec<usize> = (0..items.len()).filter(|&i| prior(items[i].layer) > 0.0).collect();
     let mut by_value = pool.clone();
     by_value.sort_by(by_util);
-    let (gone, folded, deduped) = fold_facts(&items, &by_value);
+    let (gone, folded, deduped) = fold_facts(items, &by_value);
     pool.retain(|&i| !gone[i]);
 
     let floor_idx = by_value.iter().copied().find(|&i| !gone[i] && items[i].layer == Layer::Constraints);
@@ -272,7 +272,7 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
     }
     let sets = vec![None; items.len()];
     let seq = Sequence {
-        items: &items,
+        items,
         p,
         util: &util,
         folded: &folded,
@@ -283,9 +283,9 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
         sets,
         first,
     };
-    let mut prefix = take_prefix(&items, p.meter, seq, p.room());
+    let mut prefix = take_prefix(items, p.meter, seq, p.room());
     let stopped_folds = prefix.stopped.as_ref().and_then(|s| folded.get(&s.item)).cloned().unwrap_or_default();
-    prefix.fill_last(&items, p.meter, p.room(), &stopped_folds);
+    prefix.fill_last(items, p.meter, p.room(), &stopped_folds);
     let mut folded = folded;
 
     let mut packed_idx: Vec<usize> = (0..items.len()).filter(|&i| prefix.state[i].is_some()).collect();
@@ -293,7 +293,7 @@ pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
     let mut excluded: Vec<Item> =
         by_value.iter().filter(|&&i| !gone[i] && prefix.state[i].is_none()).map(|&i| items[i].clone()).collect();
     excluded.extend(items.iter().filter(|it| prior(it.layer) == 0.0).cloned());
-    let out = collect(&items, &mut prefix.state, &packed_idx, |i| folded.remove(&i).unwrap_or_default(), |i| util[i]);
+    let out = collect(items, &mut prefix.state, &packed_idx, |i| folded.remove(&i).unwrap_or_default(), |i| util[i]);
     Pack {
         items: out,
         budget: p.budget,
@@ -323,7 +323,7 @@ mod tests {
             Item { relevance: Some(0.9), ..item("strong", &words("s", 20)) },
             Item { relevance: Some(0.2), ..item("weak", "ok!") },
         ];
-        let p = pack(items, params(claude(), 20 + Words::FRAMING));
+        let p = pack(&items, params(claude(), 20 + Words::FRAMING));
         assert_eq!(refs(&p), vec!["strong"]);
         assert_eq!(p.excluded[0].r#ref, "weak");
     }
@@ -336,7 +336,7 @@ mod tests {
             Item { relevance: Some(0.9), ..item("best", text) },
             item("other", "the budget for the offsite is twelve thousand euros"),
         ];
-        let p = pack(items, params(claude(), 1000));
+        let p = pack(&items, params(claude(), 1000));
         assert_eq!(p.deduped, 1);
         let best = p.items.iter().find(|x| x.item.r#ref == "best").expect("the survivor is packed");
         assert_eq!(best.folded_refs, vec!["dup".to_string()]);
@@ -349,7 +349,7 @@ mod tests {
             item("yes", "the atlas launch moved to friday after the security review"),
             item("no", "the atlas launch never moved to friday after the security review"),
         ];
-        let p = pack(items, params(claude(), 1000));
+        let p = pack(&items, params(claude(), 1000));
         assert_eq!((p.deduped, p.items.len()), (0, 2));
     }
 
@@ -360,7 +360,7 @@ mod tests {
             in_layer("recent", "yesterday we met", Layer::Recency),
             in_layer("rule", "never deploy on fridays", Layer::Constraints),
         ];
-        let p = pack(items, params(claude(), 1000));
+        let p = pack(&items, params(claude(), 1000));
         assert_eq!(refs(&p), vec!["rule", "fact", "recent"]);
     }
 
@@ -368,12 +368,12 @@ mod tests {
     fn a_shorter_rung_is_admitted_before_the_full_text() {
         let text = format!("Atlas ships on Friday. {}", words("detail", 60));
         let items = vec![item("m", &text)];
-        let tight = pack(items.clone(), params(claude(), 4 + Words::FRAMING));
+        let tight = pack(&items, params(claude(), 4 + Words::FRAMING));
         assert_eq!(
             (tight.items[0].content.as_str(), tight.items[0].compressed),
             ("Atlas ships on Friday.", Some("head"))
         );
-        let roomy = pack(items, params(claude(), 1000));
+        let roomy = pack(&items, params(claude(), 1000));
         assert_eq!((roomy.items[0].content.as_str(), roomy.items[0].compressed), (text.as_str(), None));
     }
 
@@ -409,7 +409,7 @@ mod tests {
                 .map(|(i, (n, rel))| Item { relevance: Some(*rel), ..item(&format!("m{i}"), &words(&format!("x{i}y"), *n)) })
                 .collect();
             let n = items.len();
-            let p = pack(items, Params { reserve, ..params(claude(), budget) });
+            let p = pack(&items, Params { reserve, ..params(claude(), budget) });
             prop_assert!(p.items_used <= budget.saturating_sub(reserve));
             prop_assert_eq!(p.used, reserve + p.items_used);
             prop_assert_eq!(p.items.len() + p.excluded.len() + p.deduped, n);

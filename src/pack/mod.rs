@@ -198,7 +198,7 @@ impl Params<'_> {
 }
 
 /// Packs candidates (in retrieval order) with the profile's packer.
-pub fn pack(items: Vec<Item>, p: Params<'_>) -> Pack {
+pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
     if p.profile.knapsack {
         knapsack::pack(items, p)
     } else {
@@ -741,8 +741,8 @@ mod tests {
         #[test]
         fn packs_fit_and_grow_with_the_budget(items in corpus(), b in 10usize..600, extra in 1usize..400, knapsack in any::<bool>()) {
             let profile = if knapsack { profile::resolve(Some("claude")) } else { GENERIC };
-            let small = pack(items.clone(), params(profile, b));
-            let large = pack(items, params(profile, b + extra));
+            let small = pack(&items, params(profile, b));
+            let large = pack(&items, params(profile, b + extra));
             prop_assert!(small.used <= b && small.items_used <= b);
             let big: std::collections::HashSet<&str> = large.items.iter().map(|p| p.item.r#ref.as_str()).collect();
             for r in small.items.iter().map(|p| p.item.r#ref.as_str()) {

@@ -51,7 +51,7 @@ pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) ->
     if late.is_empty() {
         return Ok(Lexical { ranking, pending, strength });
     }
-    let fused = super::fuse::rrf(&[&ranking, &late], |i| pool.id(i).to_string());
+    let fused = super::fuse::rrf(&[&ranking, &late], |i| pool.id(i));
     Ok(Lexical { ranking: fused.into_iter().map(|f| f.item).take(FTS_LIMIT).collect(), pending, strength: Vec::new() })
 }
 
@@ -197,7 +197,7 @@ fn merge(word: Ranking, gram: Ranking, task: &str, pool: &Pool) -> Ranking {
         r.truncate(FTS_LIMIT);
         r
     } else {
-        let fused = super::fuse::rrf(&[&word, &gram], |i| pool.id(i).to_string());
+        let fused = super::fuse::rrf(&[&word, &gram], |i| pool.id(i));
         fused.into_iter().map(|f| f.item).take(FTS_LIMIT).collect()
     }
 }

@@ -5,6 +5,7 @@
 use super::pool::{Pool, Ranking};
 use super::{Basis, Candidate, Retriever};
 use crate::store::Memory;
+use crate::text::FnvBuild;
 use std::collections::{HashMap, HashSet};
 
 /// Every retriever's ranking of one pool.
@@ -78,7 +79,7 @@ struct Slot {
 /// no ranking fused.
 fn slots(pool: &Pool, r: &Rankings, weights: &[f64; 5]) -> Vec<Slot> {
     let basis = r.basis();
-    let fused = rrf_weighted(&r.fused(), weights, |i| pool.id(i).to_string());
+    let fused = rrf_weighted(&r.fused(), weights, |i| pool.id(i));
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(fused.len());
     for f in fused {
@@ -96,7 +97,7 @@ fn slots(pool: &Pool, r: &Rankings, weights: &[f64; 5]) -> Vec<Slot> {
 }
 
 /// The stemmed `terms` present in memory `i`, sorted.
-fn matched_terms(pool: &mut Pool, i: usize, terms: &HashSet<&str>) -> Vec<String> {
+fn matched_terms(pool: &mut Pool, i: usize, terms: &HashSet<&str, FnvBuild>) -> Vec<String> {
     if terms.is_empty() {
         return Vec::new();
     }
@@ -111,24 +112,24 @@ fn matched_terms(pool: &mut Pool, i: usize, terms: &HashSet<&str>) -> Vec<String
 /// the retrievers that found each and the stemmed task `terms` each contains.
 pub fn candidates(mut pool: Pool, r: &Rankings, terms: &[String], weights: &[f64; 5]) -> Vec<Candidate> {
     let order = slots(&pool, r, weights);
-    let term_set: HashSet<&str> = terms.iter().map(String::as_str).collect();
+    let term_set: HashSet<&str, FnvBuild> = terms.iter().map(String::as_str).collect();
     let matched: Vec<Vec<String>> = order.iter().map(|s| matched_terms(&mut pool, s.item, &term_set)).collect();
-    let found: Vec<(Retriever, HashSet<usize>)> = Retriever::ALL
+    let n = pool.len();
+    let found: Vec<(Retriever, Vec<bool>)> = Retriever::ALL
         .iter()
         .map(|&k| {
-            let mut set: HashSet<usize> = r.of(k).iter().copied().collect();
-            if k == Retriever::Entity {
-                set.extend(r.named.iter().copied());
-            }
+            let mut set = vec![false; n];
+            let named = if k == Retriever::Entity { &r.named[..] } else { &[] };
+            r.of(k).iter().chain(named).for_each(|&i| set[i] = true);
             (k, set)
         })
         .collect();
-    let has = |k: Retriever, i: usize| found.iter().any(|(x, set)| *x == k && set.contains(&i));
+    let has = |k: Retriever, i: usize| found.iter().any(|(x, set)| *x == k && set[i]);
     let mut mems: Vec<Option<Memory>> = pool.into_memories().into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(order.len());
     for (s, matched_terms) in order.into_iter().zip(matched) {
         let Some(mem) = mems[s.item].take() else { continue };
-        let retrievers = found.iter().filter(|(_, set)| set.contains(&s.item)).map(|(k, _)| *k).collect();
+        let retrievers = found.iter().filter(|(_, set)| set[s.item]).map(|(k, _)| *k).collect();
         let i = s.item;
         let entity_only =
             has(Retriever::Entity, i) && !has(Retriever::Fts, i) && !(r.user_vector && has(Retriever::Vector, i));
@@ -172,14 +173,21 @@ pub fn rrf_weighted<K: Ord>(rankings: &[&[usize]], weights: &[f64], tiebreak: im
     if active == 0.0 {
         return Vec::new();
     }
-    let mut score: HashMap<usize, f64> = HashMap::new();
+    // Items are small pool indexes: a score per index, and the items in the order first seen.
+    let size = rankings.iter().flat_map(|r| r.iter()).max().map_or(0, |m| m + 1);
+    let mut score: Vec<Option<f64>> = vec![None; size];
+    let mut order: Vec<usize> = Vec::new();
     for (ranking, w) in rankings.iter().zip(weights) {
         for (pos, &item) in ranking.iter().enumerate() {
-            *score.entry(item).or_default() += w / (RRF_K + pos as f64 + 1.0);
+            let s = score[item].get_or_insert_with(|| {
+                order.push(item);
+                0.0
+            });
+            *s += w / (RRF_K + pos as f64 + 1.0);
         }
     }
+    let mut v: Vec<(usize, f64)> = order.into_iter().map(|i| (i, score[i].unwrap_or_default())).collect();
     let best = active / (RRF_K + 1.0);
-    let mut v: Vec<(usize, f64)> = score.into_iter().collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| tiebreak(a.0).cmp(&tiebreak(b.0))));
     // Relevance is the fused score rescaled over this candidate list (best 1, weakest 0): RRF scores
     // are flat (rank 1 and rank 100 differ by less than 3x), and the packer weighs relevance against

@@ -60,7 +60,10 @@ pub fn memory_from_row_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Memory> {
             _ => None,
         }
     };
-    let entities = text(10).map(|j| parse_entities(&j)).unwrap_or_default();
+    let entities = match r.get_ref(o + 10) {
+        Ok(ValueRef::Text(t)) => parse_entities(&String::from_utf8_lossy(t)),
+        _ => Vec::new(),
+    };
     Ok(Memory {
         rid: r.get(o)?,
         id: text(1).unwrap_or_default(),
@@ -82,17 +85,30 @@ pub fn memory_from_row_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Memory> {
 /// Entity names from an `entities` JSON array (trimmed, empty ones and repeats that differ only in
 /// ASCII case dropped, first spelling kept); anything else yields no entities.
 pub fn parse_entities(json: &str) -> Vec<String> {
-    let Ok(serde_json::Value::Array(a)) = serde_json::from_str::<serde_json::Value>(json) else { return Vec::new() };
-    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut seen: std::collections::HashSet<String, crate::text::FnvBuild> = Default::default();
     let mut out: Vec<String> = Vec::new();
-    for v in a {
-        let serde_json::Value::String(s) = v else { continue };
-        let s = s.trim();
-        if !s.is_empty() && seen.insert(s.to_ascii_lowercase()) {
-            out.push(s.to_string());
+    for s in entity_strings(json) {
+        let t = s.trim();
+        if !t.is_empty() && seen.insert(t.to_ascii_lowercase()) {
+            out.push(if t.len() == s.len() { s } else { t.to_string() });
         }
     }
     out
+}
+
+/// The strings of a JSON array, in order (other elements skipped); none for anything but an array.
+/// An array of strings only, the usual case, is read without building a JSON value first.
+fn entity_strings(json: &str) -> Vec<String> {
+    if let Ok(v) = serde_json::from_str::<Vec<String>>(json) {
+        return v;
+    }
+    let Ok(serde_json::Value::Array(a)) = serde_json::from_str::<serde_json::Value>(json) else { return Vec::new() };
+    a.into_iter()
+        .filter_map(|v| match v {
+            serde_json::Value::String(s) => Some(s),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Column `i` as text, whatever a plain-SQL write stored there: text (invalid UTF-8 replaced, so
@@ -558,6 +574,17 @@ mod tests {
             occurred_at: None,
             scope: "s",
             supersedes,
+        }
+    }
+
+    #[test]
+    fn entity_names_are_the_strings_of_an_array_trimmed_once_each() {
+        let names = |j: &str| parse_entities(j);
+        assert_eq!(names(r#"[" Dana ", "dana", "Atlas", ""]"#), vec!["Dana", "Atlas"]);
+        assert_eq!(names(r#"["Dana", 7, null, ["x"], {"a": 1}, " Atlas"]"#), vec!["Dana", "Atlas"]);
+        assert_eq!(names(r#"["Dana\u00e9"]"#), vec!["Danaé"]);
+        for not_an_array in [r#""Dana""#, "7", "{}", "[", ""] {
+            assert!(names(not_an_array).is_empty(), "{not_an_array}");
         }
     }
 
