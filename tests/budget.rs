@@ -46,6 +46,13 @@ const WORDS: &[&str] = &[
     "🚀",
     "2026-05-04",
     "#42",
+    // Words that cost far more rendered than raw: escaped in JSON, fenced or indented in markdown.
+    "\"\"\"\"\"\"\"\"",
+    "\\\\\\\\",
+    "\n\n\n\n\n\n",
+    "\u{1}\u{7}\u{1b}",
+    "````",
+    "\u{2028}\r\n",
 ];
 const NAMES: &[&str] = &["Dana", "Lee", "Priya", "Atlas"];
 const KINDS: &[&str] = &["semantic", "episodic", "decision", "preference", "negative", "procedural"];

@@ -346,8 +346,15 @@ proptest! {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Turn { task: String, budget: i64, model: usize, delta: bool },
+    Turn {
+        task: String,
+        budget: i64,
+        model: usize,
+        delta: bool,
+    },
     Insert(Spec),
+    /// A memory whose text costs far more rendered than raw.
+    InsertCostly(String),
     Supersede(usize),
     Redact(usize),
 }
@@ -356,6 +363,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (task(), ROOMY..4000, 0usize..4, any::<bool>()).prop_map(|(task, budget, model, delta)| Op::Turn { task, budget, model, delta }),
         1 => spec().prop_map(Op::Insert),
+        1 => costly_text().prop_map(Op::InsertCostly),
         1 => (0usize..64).prop_map(Op::Supersede),
         1 => (0usize..64).prop_map(Op::Redact),
     ]
@@ -379,6 +387,10 @@ proptest! {
                         .occurred_at(&format!("2026-05-{:02}T11:00:00Z", s.day));
                     next_id += 1;
                     insert_memory(&conn, &m);
+                }
+                Op::InsertCostly(t) => {
+                    insert_memory(&conn, &Mem::new(&format!("atlas launch {t}")).id(&format!("mem_{next_id:012x}")));
+                    next_id += 1;
                 }
                 Op::Supersede(i) => {
                     let old = format!("mem_{:012x}", i % next_id);
