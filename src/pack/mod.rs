@@ -384,7 +384,7 @@ pub(crate) fn fit_step(
     }
     let framing = m.cost(item, "", Some("truncated"), folded);
     let mut tokens = room.checked_sub(framing).filter(|t| *t > 0)?;
-    // The text cut to `tokens`, as a step, and how far it overshoots the room (0 when it fits).
+    // `source` cut to `tokens`, as a step, and how far it overshoots the room (0 when it fits).
     let cut = |tokens: usize| -> Option<(Step, usize)> {
         let content = m.cut(source, tokens);
         if content.is_empty() {
