@@ -15,59 +15,11 @@ use std::collections::VecDeque;
 /// Packs with the per-layer greedy.
 pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
     let weights = p.intent.weights();
-    let sum: f64 = weights.iter().sum();
-    // Each layer's queue of steps: every item's admission followed by its upgrades, in retrieval order.
-    let mut queues: Vec<VecDeque<Step>> = vec![VecDeque::new(); 8];
-    let mut floors: Vec<Step> = Vec::new();
-    let mut room = p.floor_room();
-    let mut consumed = [0usize; 8];
-    for layer in [Layer::Constraints, Layer::Facts] {
-        if weights[layer as usize] == 0.0 {
-            continue;
-        }
-        if let Some(i) = items.iter().position(|it| it.layer == layer) {
-            if let Some(f) = floor_plan(i, &items[i], &p, room, &[]) {
-                room -= f.admit.cost;
-                consumed[layer as usize] += f.admit.cost;
-                floors.push(f.admit);
-                queues[layer as usize].extend(f.upgrades);
-            }
-        }
-    }
-    // Items are planned when their layer's queue reaches them: what is never reached costs nothing.
-    let mut waiting: Vec<VecDeque<usize>> = vec![VecDeque::new(); 8];
-    for (i, it) in items.iter().enumerate() {
-        let l = it.layer as usize;
-        if weights[l] > 0.0 && !floors.iter().any(|f| f.item == i) {
-            waiting[l].push_back(i);
-        }
-    }
-    let seq = std::iter::from_fn(|| {
-        for l in 0..8 {
-            if queues[l].is_empty() {
-                if let Some(i) = waiting[l].pop_front() {
-                    let pl = plan(i, &items[i], &p, false, &[]);
-                    queues[l].push_back(pl.admit);
-                    queues[l].extend(pl.upgrades);
-                }
-            }
-        }
-        let mut best: Option<(f64, usize)> = None;
-        for l in 0..8 {
-            if let Some(s) = queues[l].front() {
-                let v = (consumed[l] + s.cost) as f64 / weights[l];
-                if best.is_none_or(|(bv, _)| v < bv) {
-                    best = Some((v, l));
-                }
-            }
-        }
-        let (_, l) = best?;
-        let s = queues[l].pop_front()?;
-        consumed[l] += s.cost;
-        Some(s)
-    });
-    let mut prefix = take_prefix(items, p.meter, floors.into_iter().chain(seq), p.room());
+    let mut fill = Interleave::new(items, p, weights);
+    let floors = fill.place_floors();
+    let mut prefix = take_prefix(items, p.meter, floors.into_iter().chain(fill), p.room());
     prefix.fill_last(items, p.meter, p.room(), &[]);
+    let sum: f64 = weights.iter().sum();
     let prior = |l: Layer| weights[l as usize] / sum;
     let mut packed_idx = prefix.order.clone();
     packed_idx.sort_by_key(|&i| items[i].layer);
@@ -88,6 +40,85 @@ pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
         excluded,
         deduped: 0,
         intent: p.intent,
+    }
+}
+
+/// The fill's sequence of steps. Each layer has a queue of steps (an item's admission, then its
+/// upgrades); an item is planned when its layer's queue reaches it, so what is never reached costs
+/// nothing. The next step comes from the layer whose consumption per unit of weight is lowest.
+struct Interleave<'a> {
+    items: &'a [Item],
+    p: Params<'a>,
+    weights: [f64; 8],
+    /// Per layer, planned steps not yet taken.
+    queues: Vec<VecDeque<Step>>,
+    /// Per layer, items not yet planned, in retrieval order.
+    waiting: Vec<VecDeque<usize>>,
+    /// Per layer, tokens its steps have taken.
+    consumed: [usize; 8],
+}
+
+impl<'a> Interleave<'a> {
+    /// Every item of a layer the intent gives weight waits, in retrieval order.
+    fn new(items: &'a [Item], p: Params<'a>, weights: [f64; 8]) -> Self {
+        let mut waiting: Vec<VecDeque<usize>> = vec![VecDeque::new(); 8];
+        for (i, it) in items.iter().enumerate() {
+            if weights[it.layer as usize] > 0.0 {
+                waiting[it.layer as usize].push_back(i);
+            }
+        }
+        Interleave { items, p, weights, queues: vec![VecDeque::new(); 8], waiting, consumed: [0; 8] }
+    }
+
+    /// The floors: the top constraint and the top fact, each at its first rung that fits what is
+    /// left of [`Params::floor_room`]; their upgrades wait at the head of their layer's queue.
+    fn place_floors(&mut self) -> Vec<Step> {
+        let mut floors = Vec::new();
+        let mut room = self.p.floor_room();
+        for layer in [Layer::Constraints, Layer::Facts] {
+            let l = layer as usize;
+            if self.weights[l] == 0.0 {
+                continue;
+            }
+            let Some(i) = self.items.iter().position(|it| it.layer == layer) else { continue };
+            if let Some(f) = floor_plan(i, &self.items[i], &self.p, room, &[]) {
+                room -= f.admit.cost;
+                self.consumed[l] += f.admit.cost;
+                self.waiting[l].retain(|&j| j != i);
+                self.queues[l].extend(f.upgrades);
+                floors.push(f.admit);
+            }
+        }
+        floors
+    }
+}
+
+impl Iterator for Interleave<'_> {
+    type Item = Step;
+
+    fn next(&mut self) -> Option<Step> {
+        for l in 0..8 {
+            if self.queues[l].is_empty() {
+                if let Some(i) = self.waiting[l].pop_front() {
+                    let pl = plan(i, &self.items[i], &self.p, false, &[]);
+                    self.queues[l].push_back(pl.admit);
+                    self.queues[l].extend(pl.upgrades);
+                }
+            }
+        }
+        let mut best: Option<(f64, usize)> = None;
+        for l in 0..8 {
+            if let Some(s) = self.queues[l].front() {
+                let v = (self.consumed[l] + s.cost) as f64 / self.weights[l];
+                if best.is_none_or(|(bv, _)| v < bv) {
+                    best = Some((v, l));
+                }
+            }
+        }
+        let (_, l) = best?;
+        let s = self.queues[l].pop_front()?;
+        self.consumed[l] += s.cost;
+        Some(s)
     }
 }
 

@@ -96,7 +96,48 @@ struct Sequence<'a> {
     first: Option<Step>,
 }
 
-impl Sequence<'_> {
+impl<'a> Sequence<'a> {
+    /// The sequence over `pool` (retrieval order, folded members left out): every item waits in
+    /// its layer's queue, except the top constraint `floor`, which comes first at its floor rung
+    /// when one fits [`Params::floor_room`].
+    fn new(
+        items: &'a [Item],
+        p: Params<'a>,
+        util: &'a [f64],
+        folded: &'a HashMap<usize, Vec<String>>,
+        pool: &[usize],
+        floor: Option<usize>,
+    ) -> Self {
+        let mut seq = Sequence {
+            items,
+            p,
+            util,
+            folded,
+            entries: (0..items.len()).map(|_| None).collect(),
+            queues: vec![VecDeque::new(); 8],
+            growing: Vec::new(),
+            taken: Taken::default(),
+            sets: vec![None; items.len()],
+            first: None,
+        };
+        let no_folds: Vec<String> = Vec::new();
+        for &i in pool {
+            let it = &items[i];
+            let fl = (Some(i) == floor)
+                .then(|| floor_plan(i, it, &p, p.floor_room(), folded.get(&i).unwrap_or(&no_folds)))
+                .flatten();
+            let Some(fl) = fl else {
+                seq.queues[it.layer as usize].push_back(i);
+                continue;
+            };
+            let share = if fl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
+            seq.first = Some(fl.admit);
+            seq.entries[i] =
+                Some(Entry { util: util[i], admit: None, share, upgrades: fl.upgrades, up_density: 0.0, max_sim: 0.0 });
+        }
+        seq
+    }
+
     fn set(&mut self, i: usize) -> &[u64] {
         let items = self.items;
         self.sets[i].get_or_insert_with(|| text::word_set(&items[i].content))
@@ -242,47 +283,8 @@ pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
     let (gone, folded, deduped) = fold_facts(items, &by_value);
     pool.retain(|&i| !gone[i]);
 
-    let floor_idx = by_value.iter().copied().find(|&i| !gone[i] && items[i].layer == Layer::Constraints);
-    let mut first = None;
-    let mut entries: Vec<Option<Entry>> = (0..items.len()).map(|_| None).collect();
-    let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); 8];
-    let no_folds: Vec<String> = Vec::new();
-    for &i in &pool {
-        let it = &items[i];
-        let floor = if Some(i) == floor_idx {
-            floor_plan(i, it, &p, p.floor_room(), folded.get(&i).unwrap_or(&no_folds))
-        } else {
-            None
-        };
-        match floor {
-            Some(fl) => {
-                let share = if fl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
-                first = Some(fl.admit);
-                entries[i] = Some(Entry {
-                    util: util[i],
-                    admit: None,
-                    share,
-                    upgrades: fl.upgrades,
-                    up_density: 0.0,
-                    max_sim: 0.0,
-                });
-            }
-            None => queues[it.layer as usize].push_back(i),
-        }
-    }
-    let sets = vec![None; items.len()];
-    let seq = Sequence {
-        items,
-        p,
-        util: &util,
-        folded: &folded,
-        entries,
-        queues,
-        growing: Vec::new(),
-        taken: Taken::default(),
-        sets,
-        first,
-    };
+    let floor = by_value.iter().copied().find(|&i| !gone[i] && items[i].layer == Layer::Constraints);
+    let seq = Sequence::new(items, p, &util, &folded, &pool, floor);
     let mut prefix = take_prefix(items, p.meter, seq, p.room());
     let stopped_folds = prefix.stopped.as_ref().and_then(|s| folded.get(&s.item)).cloned().unwrap_or_default();
     prefix.fill_last(items, p.meter, p.room(), &stopped_folds);
