@@ -79,6 +79,43 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Sets option `k` from its JSON value.
+    fn set(&mut self, k: &str, v: &Value) -> Result<()> {
+        match k {
+            "format" => {
+                let formats = [("smp", Format::Smp), ("json", Format::Json), ("markdown", Format::Markdown)];
+                self.format = one_of("format", v, &formats, "one of smp, json, markdown")?;
+            }
+            "now" => {
+                self.now = parse_time("now", v)?;
+                self.now_given = true;
+            }
+            "as_of" => self.as_of = Some(parse_time("as_of", v)?),
+            "scope" => {
+                self.scope = parse_scope(v)?;
+                self.scope_given = true;
+            }
+            "pin" => self.pin = boolean("pin", v)?,
+            "send" => {
+                self.send = one_of("send", v, &[("all", Send::All), ("delta", Send::Delta)], "\"all\" or \"delta\"")?
+            }
+            "audit" => self.audit = boolean("audit", v)?,
+            "legend" => {
+                self.full_legend =
+                    one_of("legend", v, &[("compact", false), ("full", true)], "\"compact\" or \"full\"")?
+            }
+            "query_embedding" => self.query_embedding = Some(parse_embedding(v)?),
+            "embedder" => match v.as_str() {
+                Some(dir) if !dir.is_empty() => self.embedder = Some(dir.to_string()),
+                _ => {
+                    return Err(Error::invalid("embedder", format!("must be a model folder's path, got {}", short(v))))
+                }
+            },
+            _ => return Err(Error::usage(format!("unknown option {k:?}"))),
+        }
+        Ok(())
+    }
+
     /// The point in time the store is read at: `as_of` if given, else `now` ([`crate::time::horizon`]).
     pub fn horizon(&self) -> Epoch {
         crate::time::horizon(self.now, self.as_of)
@@ -131,70 +168,23 @@ pub fn parse(text: Option<&str>, allowed: &[&str]) -> Result<Options> {
         if !allowed.contains(&k.as_str()) {
             return Err(Error::usage(format!("unknown option {k:?} (accepted: {})", allowed.join(", "))));
         }
-        match k.as_str() {
-            "format" => {
-                o.format = match v.as_str() {
-                    Some("smp") => Format::Smp,
-                    Some("json") => Format::Json,
-                    Some("markdown") => Format::Markdown,
-                    _ => {
-                        return Err(Error::invalid(
-                            "format",
-                            format!("must be one of smp, json, markdown, got {}", short(v)),
-                        ))
-                    }
-                }
-            }
-            "now" => {
-                o.now = parse_time("now", v)?;
-                o.now_given = true;
-            }
-            "as_of" => o.as_of = Some(parse_time("as_of", v)?),
-            "scope" => {
-                o.scope = parse_scope(v)?;
-                o.scope_given = true;
-            }
-            "pin" => match v {
-                Value::Bool(b) => o.pin = *b,
-                other => return Err(Error::invalid("pin", format!("must be a boolean, got {}", short(other)))),
-            },
-            "send" => {
-                o.send = match v.as_str() {
-                    Some("all") => Send::All,
-                    Some("delta") => Send::Delta,
-                    _ => return Err(Error::invalid("send", format!("must be \"all\" or \"delta\", got {}", short(v)))),
-                }
-            }
-            "audit" => match v {
-                Value::Bool(b) => o.audit = *b,
-                other => return Err(Error::invalid("audit", format!("must be a boolean, got {}", short(other)))),
-            },
-            "legend" => {
-                o.full_legend = match v.as_str() {
-                    Some("compact") => false,
-                    Some("full") => true,
-                    _ => {
-                        return Err(Error::invalid(
-                            "legend",
-                            format!("must be \"compact\" or \"full\", got {}", short(v)),
-                        ))
-                    }
-                }
-            }
-            "query_embedding" => o.query_embedding = Some(parse_embedding(v)?),
-            "embedder" => match v.as_str() {
-                Some(dir) if !dir.is_empty() => o.embedder = Some(dir.to_string()),
-                _ => {
-                    return Err(Error::invalid("embedder", format!("must be a model folder's path, got {}", short(v))))
-                }
-            },
-            _ => return Err(Error::usage(format!("unknown option {k:?}"))),
-        }
+        o.set(k, v)?;
     }
     if o.embedder.is_some() && o.query_embedding.is_some() {
         return Err(Error::usage("query_embedding and embedder do not go together: give one"));
     }
     Ok(o)
+}
+
+/// The value of `choices` that a string option names; `expected` says what was expected.
+fn one_of<T: Copy>(field: &str, v: &Value, choices: &[(&str, T)], expected: &str) -> Result<T> {
+    let named = v.as_str().and_then(|s| choices.iter().find(|c| c.0 == s));
+    named.map(|c| c.1).ok_or_else(|| Error::invalid(field, format!("must be {expected}, got {}", short(v))))
+}
+
+/// A boolean option.
+fn boolean(field: &str, v: &Value) -> Result<bool> {
+    v.as_bool().ok_or_else(|| Error::invalid(field, format!("must be a boolean, got {}", short(v))))
 }
 
 impl Options {
