@@ -156,90 +156,94 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Cli, String> {
         return Ok(Cli::Version);
     }
     match args.first().map(String::as_str) {
-        Some("serve") => {
-            let f = Flags::parse(args.into_iter().skip(1), &[])?;
-            f.only(&[
-                "--db",
-                "--listen",
-                "--max-body-bytes",
-                "--max-text-bytes",
-                "--max-concurrent",
-                "--timeout-secs",
-                "--header-timeout-secs",
-                "--max-connections",
-                "--allowed-host",
-            ])?;
-            if let Some(w) = f.words.first() {
-                return Err(format!("serve: unexpected argument {w:?}"));
-            }
-            let listen = f.one("--listen")?.ok_or("serve: --listen ADDR:PORT is required (e.g. 127.0.0.1:8787)")?;
-            let listen = listen
-                .parse::<SocketAddr>()
-                .map_err(|_| format!("--listen must be an IP address and port like 127.0.0.1:8787, got {listen:?}"))?;
-            let cfg = http::Config {
-                listen,
-                max_body_bytes: f.number("--max-body-bytes", http::DEFAULT_MAX_BODY_BYTES)?,
-                max_text_bytes: f.number("--max-text-bytes", tools::DEFAULT_MAX_TEXT_BYTES)?,
-                max_concurrent: f.number("--max-concurrent", http::DEFAULT_MAX_CONCURRENT)?,
-                timeout: f.seconds("--timeout-secs", http::DEFAULT_TIMEOUT)?,
-                header_timeout: f.seconds("--header-timeout-secs", http::DEFAULT_HEADER_TIMEOUT)?,
-                max_connections: f.number_at_most(
-                    "--max-connections",
-                    http::DEFAULT_MAX_CONNECTIONS,
-                    MAX_CONNECTIONS,
-                )?,
-                allowed_hosts: f.all("--allowed-host"),
-            };
-            Ok(Cli::Serve { db: f.db()?, cfg })
-        }
+        Some("serve") => parse_serve(Flags::parse(args.into_iter().skip(1), &[])?),
         Some("token") => {
             let sub = args.get(1).cloned().unwrap_or_default();
-            let f = Flags::parse(args.into_iter().skip(2), &["--read-only"])?;
-            match sub.as_str() {
-                "create" => {
-                    f.only(&["--db", "--scope", "--read-only", "--label"])?;
-                    if let Some(w) = f.words.first() {
-                        return Err(format!("token create: unexpected argument {w:?}"));
-                    }
-                    Ok(Cli::TokenCreate {
-                        db: f.db()?,
-                        scope: non_empty("--scope", f.one("--scope")?)?,
-                        read_only: !f.switches.is_empty(),
-                        label: f.one("--label")?,
-                    })
-                }
-                "list" => {
-                    f.only(&["--db"])?;
-                    if let Some(w) = f.words.first() {
-                        return Err(format!("token list: unexpected argument {w:?}"));
-                    }
-                    Ok(Cli::TokenList { db: f.db()? })
-                }
-                "revoke" => {
-                    f.only(&["--db"])?;
-                    let [id] = f.words.as_slice() else {
-                        return Err("token revoke: give exactly one token id".into());
-                    };
-                    Ok(Cli::TokenRevoke { db: f.db()?, id: id.clone() })
-                }
-                other => Err(format!("token: unknown subcommand {other:?} (create, list, revoke)")),
-            }
+            parse_token(&sub, Flags::parse(args.into_iter().skip(2), &["--read-only"])?)
         }
-        _ => {
-            let f = Flags::parse(args.into_iter(), &[])?;
-            f.only(&["--db", "--scope"])?;
-            if let Some(w) = f.words.first() {
-                return Err(format!("unknown argument {w:?}"));
-            }
-            let db = f.db()?;
-            let scope = match f.one("--scope")? {
-                None => "default".to_string(),
-                Some(s) if s.is_empty() => return Err("--scope must not be empty".into()),
-                Some(s) => s,
-            };
-            Ok(Cli::Stdio { db, scope })
-        }
+        _ => parse_stdio(Flags::parse(args.into_iter(), &[])?),
     }
+}
+
+/// `cmp-mcp serve --listen ADDR:PORT [--db PATH] [limits…]`.
+fn parse_serve(f: Flags) -> Result<Cli, String> {
+    f.only(&[
+        "--db",
+        "--listen",
+        "--max-body-bytes",
+        "--max-text-bytes",
+        "--max-concurrent",
+        "--timeout-secs",
+        "--header-timeout-secs",
+        "--max-connections",
+        "--allowed-host",
+    ])?;
+    if let Some(w) = f.words.first() {
+        return Err(format!("serve: unexpected argument {w:?}"));
+    }
+    let listen = f.one("--listen")?.ok_or("serve: --listen ADDR:PORT is required (e.g. 127.0.0.1:8787)")?;
+    let listen = listen
+        .parse::<SocketAddr>()
+        .map_err(|_| format!("--listen must be an IP address and port like 127.0.0.1:8787, got {listen:?}"))?;
+    let cfg = http::Config {
+        listen,
+        max_body_bytes: f.number("--max-body-bytes", http::DEFAULT_MAX_BODY_BYTES)?,
+        max_text_bytes: f.number("--max-text-bytes", tools::DEFAULT_MAX_TEXT_BYTES)?,
+        max_concurrent: f.number("--max-concurrent", http::DEFAULT_MAX_CONCURRENT)?,
+        timeout: f.seconds("--timeout-secs", http::DEFAULT_TIMEOUT)?,
+        header_timeout: f.seconds("--header-timeout-secs", http::DEFAULT_HEADER_TIMEOUT)?,
+        max_connections: f.number_at_most("--max-connections", http::DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS)?,
+        allowed_hosts: f.all("--allowed-host"),
+    };
+    Ok(Cli::Serve { db: f.db()?, cfg })
+}
+
+/// `cmp-mcp token create|list|revoke …`.
+fn parse_token(sub: &str, f: Flags) -> Result<Cli, String> {
+    match sub {
+        "create" => {
+            f.only(&["--db", "--scope", "--read-only", "--label"])?;
+            if let Some(w) = f.words.first() {
+                return Err(format!("token create: unexpected argument {w:?}"));
+            }
+            Ok(Cli::TokenCreate {
+                db: f.db()?,
+                scope: non_empty("--scope", f.one("--scope")?)?,
+                read_only: !f.switches.is_empty(),
+                label: f.one("--label")?,
+            })
+        }
+        "list" => {
+            f.only(&["--db"])?;
+            if let Some(w) = f.words.first() {
+                return Err(format!("token list: unexpected argument {w:?}"));
+            }
+            Ok(Cli::TokenList { db: f.db()? })
+        }
+        "revoke" => {
+            f.only(&["--db"])?;
+            let [id] = f.words.as_slice() else {
+                return Err("token revoke: give exactly one token id".into());
+            };
+            Ok(Cli::TokenRevoke { db: f.db()?, id: id.clone() })
+        }
+        other => Err(format!("token: unknown subcommand {other:?} (create, list, revoke)")),
+    }
+}
+
+/// `cmp-mcp [--db PATH] [--scope NAME]`: the stdio server.
+fn parse_stdio(f: Flags) -> Result<Cli, String> {
+    f.only(&["--db", "--scope"])?;
+    if let Some(w) = f.words.first() {
+        return Err(format!("unknown argument {w:?}"));
+    }
+    let db = f.db()?;
+    let scope = match f.one("--scope")? {
+        None => "default".to_string(),
+        Some(s) if s.is_empty() => return Err("--scope must not be empty".into()),
+        Some(s) => s,
+    };
+    Ok(Cli::Stdio { db, scope })
 }
 
 async fn serve_stdio(db: PathBuf, scope: String) -> Result<(), String> {
