@@ -422,6 +422,40 @@ fn expand(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcom
     text_of(conn, "SELECT cmp_expand(?1, ?2, ?3)", params![r, direction, options])
 }
 
+/// The `entities` argument of `tool` as the JSON array the row stores (names trimmed), or None when
+/// absent. The limits of query_memory's entities: a memory naming thousands of entities made every
+/// later pack about it slow (and the text limit reached no string in an array).
+fn entity_list(tool: &str, v: Option<&Value>) -> Result<Option<String>, ToolError> {
+    let a = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(a)) => a,
+        Some(other) => return Err(format!("{tool}: entities must be an array of strings, got {}", short(other)).into()),
+    };
+    if a.len() > cmp::mql::MAX_ENTITIES {
+        return Err(
+            format!("{tool}: entities must list at most {} names, got {}", cmp::mql::MAX_ENTITIES, a.len()).into()
+        );
+    }
+    let mut names = Vec::with_capacity(a.len());
+    for (i, v) in a.iter().enumerate() {
+        match v {
+            Value::String(s) if s.trim().chars().count() > cmp::mql::MAX_ENTITY_CHARS => {
+                return Err(format!(
+                    "{tool}: entities[{i}] must be at most {} characters, got {}",
+                    cmp::mql::MAX_ENTITY_CHARS,
+                    s.trim().chars().count()
+                )
+                .into())
+            }
+            Value::String(s) if !s.trim().is_empty() => names.push(s.trim().to_string()),
+            other => {
+                return Err(format!("{tool}: entities[{i}] must be a non-blank string, got {}", short(other)).into())
+            }
+        }
+    }
+    Ok(Some(Value::from(names).to_string()))
+}
+
 fn remember(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcome {
     let tool = "remember";
     check_keys(tool, args, &["content", "kind", "entities", "source_url", "occurred_at", "supersedes"])?;
@@ -430,42 +464,7 @@ fn remember(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outc
     let Some(kind) = MemoryKind::parse(kind_name) else {
         return Err(format!("{tool}: kind must be one of {}, got {kind_name:?}", KINDS.join(", ")).into());
     };
-    let entities = match args.get("entities") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(a)) => {
-            // The limits of query_memory's entities: a memory naming thousands of entities made
-            // every later pack about it slow (and the text limit reached no string in an array).
-            if a.len() > cmp::mql::MAX_ENTITIES {
-                return Err(format!(
-                    "{tool}: entities must list at most {} names, got {}",
-                    cmp::mql::MAX_ENTITIES,
-                    a.len()
-                )
-                .into());
-            }
-            let mut names = Vec::with_capacity(a.len());
-            for (i, v) in a.iter().enumerate() {
-                match v {
-                    Value::String(s) if s.trim().chars().count() > cmp::mql::MAX_ENTITY_CHARS => {
-                        return Err(format!(
-                            "{tool}: entities[{i}] must be at most {} characters, got {}",
-                            cmp::mql::MAX_ENTITY_CHARS,
-                            s.trim().chars().count()
-                        )
-                        .into())
-                    }
-                    Value::String(s) if !s.trim().is_empty() => names.push(s.trim().to_string()),
-                    other => {
-                        return Err(
-                            format!("{tool}: entities[{i}] must be a non-blank string, got {}", short(other)).into()
-                        )
-                    }
-                }
-            }
-            Some(Value::from(names).to_string())
-        }
-        Some(other) => return Err(format!("{tool}: entities must be an array of strings, got {}", short(other)).into()),
-    };
+    let entities = entity_list(tool, args.get("entities"))?;
     let source_url = opt_str(tool, args, "source_url")?;
     let occurred_at = opt_str(tool, args, "occurred_at")?;
     if let Some(t) = occurred_at {
