@@ -11,7 +11,7 @@
 //! are the same in every pack that holds it).
 
 use crate::options::Format;
-use crate::pack::{Item, Layer, Meter, Pack, Packed};
+use crate::pack::{Compression, Item, Layer, Meter, Pack, Packed};
 use crate::tokens::Counter;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -142,7 +142,7 @@ struct ItemRest<'a> {
 
 /// The `why` object: provenance with `audit`, else only what changes how to read the item (null
 /// when nothing does).
-fn why_of(it: &Item, compressed: Option<&str>, folded: &[String], audit: bool) -> Value {
+fn why_of(it: &Item, compressed: Option<Compression>, folded: &[String], audit: bool) -> Value {
     let mut why = Map::new();
     if audit {
         why.insert("retrievers".into(), json!(it.retrievers));
@@ -153,7 +153,7 @@ fn why_of(it: &Item, compressed: Option<&str>, folded: &[String], audit: bool) -
         why.insert("folded_refs".into(), json!(folded));
     }
     if let Some(c) = compressed {
-        why.insert("compressed".into(), json!(c));
+        why.insert("compressed".into(), json!(c.name()));
     }
     if why.is_empty() {
         Value::Null
@@ -193,7 +193,7 @@ struct FullWhy<'a> {
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     folded_refs: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
-    compressed: Option<&'a str>,
+    compressed: Option<Compression>,
 }
 
 impl<'a> MemoryObject<'a> {
@@ -376,7 +376,7 @@ pub struct Layout {
 struct View<'a> {
     item: &'a Item,
     content: &'a str,
-    compressed: Option<&'a str>,
+    compressed: Option<Compression>,
     folded: &'a [String],
 }
 
@@ -422,7 +422,7 @@ impl Layout {
             let mut head = format!("[{}", indented(&it.r#ref));
             if let Some(c) = v.compressed {
                 head.push_str(" · ");
-                head.push_str(c);
+                head.push_str(c.name());
             }
             head.push_str("] ");
             // Continuation lines are indented, so no stored line can pass for an item or a header.
@@ -496,7 +496,7 @@ impl Layout {
 }
 
 impl Meter for Layout {
-    fn cost(&self, item: &Item, content: &str, compressed: Option<&'static str>, folded: &[String]) -> usize {
+    fn cost(&self, item: &Item, content: &str, compressed: Option<Compression>, folded: &[String]) -> usize {
         self.cost_of(&View { item, content, compressed, folded })
     }
 
@@ -921,8 +921,12 @@ mod tests {
         };
         for p in [
             packed(&plain, None, Vec::new()),
-            packed(&full, Some("head"), vec!["mem_b".into()]),
-            packed(&Item { relevance: None, confidence: Some(-1e-9), ..full.clone() }, Some("truncated"), Vec::new()),
+            packed(&full, Some(Compression::Head), vec!["mem_b".into()]),
+            packed(
+                &Item { relevance: None, confidence: Some(-1e-9), ..full.clone() },
+                Some(Compression::Truncated),
+                Vec::new(),
+            ),
         ] {
             assert_eq!(memory_object(&p), object_as_value(&p));
             let it = &p.item;

@@ -126,7 +126,7 @@ impl Iterator for Interleave<'_> {
 mod tests {
     use super::super::testing::{in_layer, item, params, refs, words, Words};
     use super::*;
-    use crate::pack::MAX_STEP_TOKENS;
+    use crate::pack::{Compression, MAX_STEP_TOKENS};
     use crate::profile::GENERIC;
 
     #[test]
@@ -149,7 +149,7 @@ mod tests {
         let admitted = (3 + Words::FRAMING) + (MAX_STEP_TOKENS + Words::FRAMING);
         let p = pack(&items, params(GENERIC, admitted));
         assert_eq!(refs(&p), vec!["short", "long"]);
-        assert_eq!(p.items[1].compressed, Some("truncated"));
+        assert_eq!(p.items[1].compressed, Some(Compression::Truncated));
         assert_eq!(p.used, admitted);
         let p = pack(&items, params(GENERIC, 6000));
         assert_eq!((p.items[1].content.as_str(), p.items[1].compressed), (long.as_str(), None));

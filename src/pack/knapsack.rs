@@ -311,6 +311,7 @@ pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
 mod tests {
     use super::super::testing::{in_layer, item, params, refs, words, Words};
     use super::*;
+    use crate::pack::Compression;
     use crate::profile;
     use proptest::prelude::*;
 
@@ -373,7 +374,7 @@ mod tests {
         let tight = pack(&items, params(claude(), 4 + Words::FRAMING));
         assert_eq!(
             (tight.items[0].content.as_str(), tight.items[0].compressed),
-            ("Atlas ships on Friday.", Some("head"))
+            ("Atlas ships on Friday.", Some(Compression::Head))
         );
         let roomy = pack(&items, params(claude(), 1000));
         assert_eq!((roomy.items[0].content.as_str(), roomy.items[0].compressed), (text.as_str(), None));

@@ -1,31 +1,31 @@
 //! The compression ladder (docs/protocol.md, "Packing"): full content → stored summary (if shorter) → head sentence
 //! (if shorter) → dropped. A cited fact is densified into the pack rather than silently deleted.
 
-use super::Item;
+use super::{Compression, Item};
 use crate::text;
 
 /// The rungs of an item, longest first: (content, compression tag). The first is always the full text.
-pub fn rungs(item: &Item) -> Vec<(String, Option<&'static str>)> {
+pub fn rungs(item: &Item) -> Vec<(String, Option<Compression>)> {
     let full_len = item.content.chars().count();
     let mut v = vec![(item.content.clone(), None)];
     let mut shortest = full_len;
     if let Some(s) = item.summary.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         let n = s.chars().count();
         if n < shortest {
-            v.push((s.to_string(), Some("summary")));
+            v.push((s.to_string(), Some(Compression::Summary)));
             shortest = n;
         }
     }
     if let Some(h) = text::head_sentence(&item.content) {
         if h.chars().count() < shortest {
-            v.push((h.to_string(), Some("head")));
+            v.push((h.to_string(), Some(Compression::Head)));
         }
     }
     v
 }
 
 /// The shortest rung of an item (the full text when nothing is shorter).
-pub fn shortest(item: &Item) -> (String, Option<&'static str>) {
+pub fn shortest(item: &Item) -> (String, Option<Compression>) {
     rungs(item).pop().unwrap_or_else(|| (item.content.clone(), None))
 }
 
@@ -41,9 +41,9 @@ mod tests {
     fn rungs_only_get_shorter() {
         let r = rungs(&item("First sentence here. Second one follows, much longer than the first.", Some("Short sum")));
         let tags: Vec<_> = r.iter().map(|x| x.1).collect();
-        assert_eq!(tags, vec![None, Some("summary")]);
+        assert_eq!(tags, vec![None, Some(Compression::Summary)]);
         let r = rungs(&item("First. Second sentence.", Some("A summary that is longer than everything")));
-        assert_eq!(r.last().unwrap().1, Some("head"));
+        assert_eq!(r.last().unwrap().1, Some(Compression::Head));
         assert_eq!(rungs(&item("One sentence only", None)).len(), 1);
     }
 

@@ -125,7 +125,7 @@ pub struct Packed {
     /// The text in the pack (full, or a ladder rung).
     pub content: String,
     /// `summary`, `head` or `truncated` when shortened.
-    pub compressed: Option<&'static str>,
+    pub compressed: Option<Compression>,
     /// Near-duplicates folded into this item.
     pub folded_refs: Vec<String>,
     /// Utility (knapsack) used for ordering.
@@ -159,7 +159,7 @@ pub struct Pack {
 pub trait Meter {
     /// Tokens the item adds to the output with this content: all its units, its list separator, and
     /// its entry in the session delta when there is one.
-    fn cost(&self, item: &Item, content: &str, compressed: Option<&'static str>, folded: &[String]) -> usize;
+    fn cost(&self, item: &Item, content: &str, compressed: Option<Compression>, folded: &[String]) -> usize;
     /// Tokens of a text alone.
     fn content_tokens(&self, content: &str) -> usize;
     /// The longest prefix of `content` within `tokens`, ending in `…` when cut.
@@ -206,6 +206,34 @@ pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
     }
 }
 
+/// How an item's text was shortened to enter a pack (`why.compressed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// Its stored summary (while it grows: the summary, then a prefix of the text).
+    Summary,
+    /// Its first sentence.
+    Head,
+    /// A prefix of its text, ending in `…`.
+    Truncated,
+}
+
+impl Compression {
+    /// The name output shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::Summary => "summary",
+            Compression::Head => "head",
+            Compression::Truncated => "truncated",
+        }
+    }
+}
+
+impl serde::Serialize for Compression {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 /// One step of a packing sequence.
 #[derive(Debug, Clone)]
 pub(crate) struct Step {
@@ -214,7 +242,7 @@ pub(crate) struct Step {
     /// Content after this step.
     pub content: String,
     /// Compression tag after this step.
-    pub compressed: Option<&'static str>,
+    pub compressed: Option<Compression>,
     /// Tokens this step adds (for an admission: its whole cost).
     pub cost: usize,
 }
@@ -256,14 +284,14 @@ fn upgrades(
     let m = p.meter;
     let text = item.content.as_str();
     let lead = match admit.compressed {
-        Some("summary") => format!("{}{SUMMARY_SEPARATOR}", admit.content),
+        Some(Compression::Summary) => format!("{}{SUMMARY_SEPARATOR}", admit.content),
         _ => String::new(),
     };
     // No step beyond the profile's largest budget can ever be taken: stop there, so a memory of
     // megabytes costs no more steps than one that fills the largest pack.
     let ceiling = p.profile.pack_token_budget as usize + MAX_STEP_TOKENS;
     // Each step with the cost of the item after it, in increasing cost.
-    let mut grown: Vec<(String, Option<&'static str>, usize)> = Vec::new();
+    let mut grown: Vec<(String, Option<Compression>, usize)> = Vec::new();
     let mut cur = admit.cost;
     let mut shown = m.content_tokens(&admit.content);
     let text_tokens = m.content_tokens(text).min(ceiling + 1);
@@ -274,7 +302,7 @@ fn upgrades(
             (text.to_string(), None)
         } else {
             let cut = m.cut(text, target.saturating_sub(lead_tokens).max(1));
-            (format!("{lead}{cut}"), Some("truncated"))
+            (format!("{lead}{cut}"), Some(Compression::Truncated))
         };
         let c = match (tag, full) {
             (None, Some(c)) => c,
@@ -309,7 +337,7 @@ fn upgrades(
 /// The admission rung: with `ladder` the shortest rung (summary, head sentence), else the full
 /// text; a text longer than [`MAX_STEP_TOKENS`] enters as its stored summary when that is short
 /// enough, else truncated.
-fn admission(item: &Item, p: &Params<'_>, ladder: bool) -> (String, Option<&'static str>) {
+fn admission(item: &Item, p: &Params<'_>, ladder: bool) -> (String, Option<Compression>) {
     let m = p.meter;
     let summary =
         item.summary.as_deref().map(str::trim).filter(|s| !s.is_empty() && m.content_tokens(s) <= MAX_STEP_TOKENS);
@@ -317,7 +345,7 @@ fn admission(item: &Item, p: &Params<'_>, ladder: bool) -> (String, Option<&'sta
     // shorter: growth keeps the rung it entered at in front, and the summary must not be lost.
     if let Some(s) = summary {
         if m.content_tokens(&item.content) > MAX_STEP_TOKENS {
-            return (s.to_string(), Some("summary"));
+            return (s.to_string(), Some(Compression::Summary));
         }
     }
     let (content, tag) = if ladder { ladder::shortest(item) } else { (item.content.clone(), None) };
@@ -325,8 +353,8 @@ fn admission(item: &Item, p: &Params<'_>, ladder: bool) -> (String, Option<&'sta
         return (content, tag);
     }
     match summary {
-        Some(s) => (s.to_string(), Some("summary")),
-        None => (m.cut(&item.content, MAX_STEP_TOKENS), Some("truncated")),
+        Some(s) => (s.to_string(), Some(Compression::Summary)),
+        None => (m.cut(&item.content, MAX_STEP_TOKENS), Some(Compression::Truncated)),
     }
 }
 
@@ -382,7 +410,7 @@ pub(crate) fn fit_step(
             return Some(Step { item: idx, content, compressed: tag, cost });
         }
     }
-    let framing = m.cost(item, "", Some("truncated"), folded);
+    let framing = m.cost(item, "", Some(Compression::Truncated), folded);
     let mut tokens = room.checked_sub(framing).filter(|t| *t > 0)?;
     // `source` cut to `tokens`, as a step, and how far it overshoots the room (0 when it fits).
     let cut = |tokens: usize| -> Option<(Step, usize)> {
@@ -390,8 +418,8 @@ pub(crate) fn fit_step(
         if content.is_empty() {
             return None;
         }
-        let cost = m.cost(item, &content, Some("truncated"), folded);
-        Some((Step { item: idx, content, compressed: Some("truncated"), cost }, cost.saturating_sub(room)))
+        let cost = m.cost(item, &content, Some(Compression::Truncated), folded);
+        Some((Step { item: idx, content, compressed: Some(Compression::Truncated), cost }, cost.saturating_sub(room)))
     };
     // Shorter by the overshoot while that converges (the usual case: one or two cuts). What a cut
     // costs rendered (escaped quotes, control characters) can exceed its own token count, so the
@@ -425,7 +453,7 @@ pub(crate) fn fit_step(
 }
 
 /// Final content and compression tag of an admitted item.
-pub(crate) type Placed = (String, Option<&'static str>);
+pub(crate) type Placed = (String, Option<Compression>);
 
 /// What the longest prefix of a sequence that fits holds.
 pub(crate) struct Prefix {
@@ -478,7 +506,7 @@ impl Prefix {
         let groups: usize = self.new_groups(meter, &items[s.item]).iter().map(|g| g.1).sum();
         let left = room.saturating_sub(self.used + groups);
         let item = &items[s.item];
-        let summary = ladder::rungs(item).into_iter().find(|r| r.1 == Some("summary")).map(|r| r.0);
+        let summary = ladder::rungs(item).into_iter().find(|r| r.1 == Some(Compression::Summary)).map(|r| r.0);
         if let Some(step) = fit_step(s.item, item, meter, left, folded, summary.as_deref().unwrap_or(&item.content)) {
             let applied = self.apply(items, meter, step, room);
             debug_assert!(applied.is_ok(), "a step fitted to the room left fits it");
@@ -598,7 +626,7 @@ pub(crate) mod testing {
     }
 
     impl Meter for Words {
-        fn cost(&self, _item: &Item, content: &str, _c: Option<&'static str>, folded: &[String]) -> usize {
+        fn cost(&self, _item: &Item, content: &str, _c: Option<Compression>, folded: &[String]) -> usize {
             self.content_tokens(content) + Self::FRAMING + folded.len()
         }
         fn content_tokens(&self, content: &str) -> usize {
@@ -656,7 +684,7 @@ mod tests {
     fn an_upgrade_replaces_content_without_a_second_admission() {
         let items = vec![item("m0", "x")];
         let up = Step { item: 0, content: "full text".into(), compressed: None, cost: 2 };
-        let head = Step { item: 0, content: "head".into(), compressed: Some("head"), cost: 4 };
+        let head = Step { item: 0, content: "head".into(), compressed: Some(Compression::Head), cost: 4 };
         let p = take_prefix(&items, &Words, vec![head, up], 10);
         assert_eq!((p.order, p.used), (vec![0], 6));
         assert_eq!(p.state[0], Some(("full text".to_string(), None)));
@@ -667,7 +695,7 @@ mod tests {
         let long = item("m0", &words("w", 3 * MAX_STEP_TOKENS));
         let p = params(GENERIC, 6000);
         let pl = plan(0, &long, &p, false, &[]);
-        assert_eq!(pl.admit.compressed, Some("truncated"));
+        assert_eq!(pl.admit.compressed, Some(Compression::Truncated));
         assert_eq!(Words.content_tokens(&pl.admit.content), MAX_STEP_TOKENS);
         let mut shown = MAX_STEP_TOKENS;
         for (n, s) in pl.upgrades.iter().enumerate() {
@@ -683,7 +711,7 @@ mod tests {
     fn a_short_stored_summary_is_the_admission_of_a_long_text_and_stays_in_front() {
         let long = Item { summary: Some("the gist".into()), ..item("m0", &words("w", 2 * MAX_STEP_TOKENS)) };
         let pl = plan(0, &long, &params(GENERIC, 6000), false, &[]);
-        assert_eq!((pl.admit.content.as_str(), pl.admit.compressed), ("the gist", Some("summary")));
+        assert_eq!((pl.admit.content.as_str(), pl.admit.compressed), ("the gist", Some(Compression::Summary)));
         let growing: Vec<&Step> = pl.upgrades.iter().filter(|s| s.compressed.is_some()).collect();
         assert!(!growing.is_empty() && growing.iter().all(|s| s.content.starts_with("the gist\n\n")));
     }
@@ -693,7 +721,7 @@ mod tests {
         let p = params(GENERIC, 6000);
         let rule = item("c0", &words("r", 500));
         let fl = floor_plan(0, &rule, &p, 40, &[]).expect("truncated to fit");
-        assert!(fl.admit.cost <= 40 && fl.admit.compressed == Some("truncated"));
+        assert!(fl.admit.cost <= 40 && fl.admit.compressed == Some(Compression::Truncated));
         assert!(floor_plan(0, &rule, &p, Words::FRAMING, &[]).is_none(), "no room beyond the framing");
     }
 
