@@ -151,6 +151,54 @@ BEGIN
   UPDATE cmp_memories SET id = 'mem_' || lower(hex(randomblob(6))) WHERE rid = NEW.rid;
 END;
 
+-- REPLACE (`INSERT OR REPLACE`, `REPLACE INTO`, `UPDATE OR REPLACE`) deletes the row it conflicts
+-- with without running that row's delete triggers, unless the writing connection has `PRAGMA
+-- recursive_triggers` on (SQLite's rule): its index entries and entity links stayed behind, and a
+-- row that later took its rid was found by the old row's words (schema 7). So before a write that
+-- conflicts on `id` or `rid`, the row it conflicts with is unindexed and queued, as a changed row
+-- is: when the write replaces it, the next flush drops its rid from the queue; when the write is
+-- refused the statement's changes roll back; when it is ignored, the next read indexes the row again.
+CREATE TRIGGER IF NOT EXISTS cmp_memories_bi_conflict BEFORE INSERT ON cmp_memories
+WHEN EXISTS (SELECT 1 FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid)
+BEGIN
+  INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content)
+    SELECT 'delete', rid, content FROM cmp_memories_indexable
+    WHERE rid IN (SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid);
+  INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
+    SELECT 'delete', rid, grams FROM cmp_memories_grams
+    WHERE rid IN (SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid);
+  DELETE FROM cmp_memory_entities WHERE rid IN (SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid);
+  DELETE FROM cmp_entities WHERE id IN (
+      SELECT e.id FROM cmp_memories AS m,
+             json_each(CASE WHEN json_valid(m.entities) AND json_type(m.entities) = 'array'
+                            THEN m.entities ELSE '[]' END) AS j
+      JOIN cmp_entities AS e ON e.norm = lower(trim(j.value))
+      WHERE (m.id = NEW.id OR m.rid = NEW.rid) AND j.type = 'text')
+    AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id);
+  INSERT OR IGNORE INTO cmp_pending(rid) SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid;
+END;
+CREATE TRIGGER IF NOT EXISTS cmp_memories_bu_conflict BEFORE UPDATE OF id, rid ON cmp_memories
+WHEN EXISTS (SELECT 1 FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid)
+BEGIN
+  INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content)
+    SELECT 'delete', rid, content FROM cmp_memories_indexable
+    WHERE rid IN (SELECT rid FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid);
+  INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
+    SELECT 'delete', rid, grams FROM cmp_memories_grams
+    WHERE rid IN (SELECT rid FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid);
+  DELETE FROM cmp_memory_entities
+    WHERE rid IN (SELECT rid FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid);
+  DELETE FROM cmp_entities WHERE id IN (
+      SELECT e.id FROM cmp_memories AS m,
+             json_each(CASE WHEN json_valid(m.entities) AND json_type(m.entities) = 'array'
+                            THEN m.entities ELSE '[]' END) AS j
+      JOIN cmp_entities AS e ON e.norm = lower(trim(j.value))
+      WHERE (m.id = NEW.id OR m.rid = NEW.rid) AND m.rid <> OLD.rid AND j.type = 'text')
+    AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id);
+  INSERT OR IGNORE INTO cmp_pending(rid)
+    SELECT rid FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid;
+END;
+
 -- The entity gazetteer (an fst built by the extension) is rebuilt only when this value changes.
 -- Each change of the entity set draws a new random value (schema 6; a counter before): a counter
 -- that a rolled-back change had moved came back, after another change, to a value a gazetteer had

@@ -273,10 +273,10 @@ fn init_is_idempotent() {
     let before = objects(&conn);
     let (db_id, secret) = (meta(&conn, "db_id"), meta(&conn, "secret"));
     let hits = search(&conn, "atlas friday");
-    assert_eq!(init(&conn), 6);
-    assert_eq!(init(&conn), 6);
+    assert_eq!(init(&conn), 7);
+    assert_eq!(init(&conn), 7);
     assert_eq!(objects(&conn), before);
-    assert_eq!(meta(&conn, "schema_version"), "6");
+    assert_eq!(meta(&conn, "schema_version"), "7");
     assert_eq!(meta(&conn, "db_id"), db_id);
     assert_eq!(meta(&conn, "secret"), secret);
     assert_eq!(search(&conn, "atlas friday"), hits);
@@ -318,8 +318,8 @@ fn upgrades_a_version_1_database_in_place() {
     cmp::register(&conn).unwrap();
     let debug: String = conn.query_row("SELECT cmp_debug()", [], |r| r.get(0)).unwrap();
     assert!(debug.contains("schema 1"), "{debug}");
-    assert_eq!(init(&conn), 6);
-    assert_eq!(meta(&conn, "schema_version"), "6");
+    assert_eq!(init(&conn), 7);
+    assert_eq!(meta(&conn, "schema_version"), "7");
     let names: Vec<String> = objects(&conn).into_iter().map(|o| o.1).collect();
     for want in ["cmp_sessions", "cmp_pins", "cmp_memories_scope_time"] {
         assert!(names.iter().any(|n| n == want), "{want} missing after upgrade");
@@ -346,12 +346,12 @@ fn upgrades_a_version_1_database_in_place() {
     // Upgraded once: a second open is a no-op.
     drop(conn);
     let again = open_file(&path);
-    assert_eq!(init(&again), 6);
+    assert_eq!(init(&again), 7);
     assert_consistent(&again);
 }
 
-/// Version 6 only replaced the two triggers that mark a change of the entity set: a version-5 store
-/// is read as it is, and `cmp_init()` upgrades it to the random marks.
+/// Version 6 only replaced the two triggers that mark a change of the entity set (and version 7 only
+/// added two): a version-5 store is read as it is, and `cmp_init()` upgrades it to the random marks.
 #[test]
 fn a_version_5_store_is_read_as_it_is_and_upgraded_by_init() {
     let conn = open();
@@ -373,7 +373,7 @@ fn a_version_5_store_is_read_as_it_is_and_upgraded_by_init() {
     let hits = search(&conn, "what does dana do");
     assert!(hits.iter().any(|h| h.r#ref == dana && h.retrievers().contains(&"entity".to_string())), "{hits:?}");
     assert_eq!(objects(&conn), version_5, "a read changes no object");
-    assert_eq!(init(&conn), 6);
+    assert_eq!(init(&conn), 7);
     let trigger: String =
         conn.query_row("SELECT sql FROM sqlite_master WHERE name = 'cmp_entities_ai'", [], |r| r.get(0)).unwrap();
     assert!(trigger.contains("random()"), "{trigger}");
@@ -388,7 +388,7 @@ fn refuses_a_newer_schema() {
     let before = objects(&conn);
     let e = sql_error(&conn, "SELECT cmp_init()");
     assert!(e.starts_with("cmp_init: database schema version 99"), "{e}");
-    assert!(e.contains("(6)"), "names this build's version: {e}");
+    assert!(e.contains("(7)"), "names this build's version: {e}");
     assert_eq!(meta(&conn, "schema_version"), "99");
     assert_eq!(objects(&conn), before);
     let n: i64 = conn.query_row("SELECT count(*) FROM cmp_memories WHERE id = ?1", [&id], |r| r.get(0)).unwrap();
@@ -462,4 +462,99 @@ fn search_on_an_unmigrated_database_asks_for_init() {
     let e = try_search(&conn, "atlas", Some(&now_opts())).unwrap_err();
     assert!(e.starts_with("cmp_search: "), "{e}");
     assert!(e.contains("cmp_init()"), "{e}");
+}
+
+/// Every way to REPLACE a row, made by `w`, leaves no index entry or entity link of the replaced
+/// row behind (SQLite runs no delete trigger for a row a REPLACE deletes unless
+/// `recursive_triggers` is on): a row that takes the replaced row's rid is not found by its words,
+/// not even from another scope, and every index agrees with the rows (schema 7, a red-team pass).
+/// The writes that do not replace (refused, ignored, upserted) keep the old row findable.
+fn replace_paths(w: &Connection, r: &Connection) {
+    let check = || {
+        assert_consistent(w);
+        assert_consistent(r);
+    };
+    // INSERT OR REPLACE by id; then a row that takes the replaced row's rid.
+    insert_memory(w, &Mem::new("Lee books the venue").entities(&["Lee"]));
+    let last = insert_memory(w, &Mem::new("Priya's diagnosis is private, 北京 clinic").entities(&["Priya"]));
+    check();
+    let old_rid: i64 = w.query_row("SELECT rid FROM cmp_memories WHERE id = ?1", [&last], |x| x.get(0)).unwrap();
+    w.execute(
+        "INSERT OR REPLACE INTO cmp_memories(id, content, entities, captured_at)
+         VALUES (?1, 'The weather is mild', '[\"Dana\"]', '2026-05-01T00:00:00Z')",
+        [&last],
+    )
+    .unwrap();
+    check();
+    let taker: String = w
+        .query_row("INSERT INTO cmp_memories(rid, content, captured_at) VALUES (?1, 'Tea at five', '2026-05-01T00:00:00Z') RETURNING id", [old_rid], |x| {
+            x.get(0)
+        })
+        .unwrap();
+    check();
+    for (task, id) in [("diagnosis", &last), ("diagnosis", &taker), ("北京", &taker), ("private priya", &taker)] {
+        assert!(!returned(r, task, "default", id), "{task} found {id}");
+    }
+    assert!(returned(r, "weather", "default", &last));
+    assert!(returned(r, "tea five", "default", &taker));
+    assert_eq!(linked_entities(r, &last), ["dana"]);
+    assert!(linked_entities(r, &taker).is_empty());
+
+    // REPLACE INTO naming a row's rid, into another scope: nothing of the old row reaches it.
+    let secret = insert_memory(w, &Mem::new("Kai's salary is confidential").entities(&["Kai"]));
+    check();
+    let rid: i64 = w.query_row("SELECT rid FROM cmp_memories WHERE id = ?1", [&secret], |x| x.get(0)).unwrap();
+    w.execute("REPLACE INTO cmp_memories(rid, content, scope, captured_at) VALUES (?1, 'Lunch is at noon', 'other', '2026-05-01T00:00:00Z')", [rid])
+        .unwrap();
+    check();
+    let other: String = w.query_row("SELECT id FROM cmp_memories WHERE rid = ?1", [rid], |x| x.get(0)).unwrap();
+    assert!(!returned(r, "salary confidential", "other", &other));
+    assert!(returned(r, "lunch noon", "other", &other));
+
+    // UPDATE OR REPLACE taking another row's id: that row goes with its entries.
+    let a = insert_memory(w, &Mem::new("Atlas ships on Friday").entities(&["Atlas"]));
+    let b = insert_memory(w, &Mem::new("Orion moved to Berlin").entities(&["Orion"]));
+    check();
+    w.execute("UPDATE OR REPLACE cmp_memories SET id = ?1 WHERE id = ?2", [&a, &b]).unwrap();
+    check();
+    assert!(!returned(r, "atlas ships friday", "default", &a));
+    assert!(returned(r, "orion berlin", "default", &a));
+
+    // Refused (a plain INSERT, OR FAIL) and ignored writes keep the row as it was, findable.
+    for sql in ["INSERT INTO", "INSERT OR FAIL INTO", "INSERT OR ABORT INTO", "INSERT OR IGNORE INTO"] {
+        let _ = w.execute(
+            &format!(
+                "{sql} cmp_memories(id, content, captured_at) VALUES (?1, 'Something else', '2026-05-01T00:00:00Z')"
+            ),
+            [&a],
+        );
+        check();
+        assert!(returned(r, "orion berlin", "default", &a), "{sql}");
+        assert!(!returned(r, "something else", "default", &a), "{sql}");
+    }
+    // An UPSERT updates in place.
+    w.execute(
+        "INSERT INTO cmp_memories(id, content, captured_at) VALUES (?1, 'Orion moved to Lisbon', '2026-05-01T00:00:00Z')
+         ON CONFLICT(id) DO UPDATE SET content = excluded.content",
+        [&a],
+    )
+    .unwrap();
+    check();
+    assert!(returned(r, "lisbon", "default", &a));
+    assert!(!returned(r, "berlin", "default", &a));
+}
+
+#[test]
+fn replace_leaves_nothing_of_the_replaced_row() {
+    let conn = open();
+    replace_paths(&conn, &conn);
+}
+
+#[test]
+fn replace_from_a_connection_without_cmp_leaves_nothing_of_the_replaced_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let registered = open_file(&path);
+    let plain = open_plain(&path);
+    replace_paths(&plain, &registered);
 }

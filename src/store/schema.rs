@@ -13,11 +13,13 @@ pub const SCHEMA_SQL: &str = include_str!("../../sql/schema.sql");
 /// existing rows on upgrade); 4 = that index's triggers skip rows whose text is all ASCII; 5 = the
 /// index queue (`cmp_pending`, [`super::pending`]): writes queue rows, the extension indexes them;
 /// 6 = a change of the entity set draws a random `entity_gen` instead of counting (see
-/// `sql/schema.sql`).
-pub const SCHEMA_VERSION: i64 = 6;
+/// `sql/schema.sql`); 7 = a row a REPLACE is about to delete is unindexed first (two `BEFORE`
+/// triggers, additive).
+pub const SCHEMA_VERSION: i64 = 7;
 
-/// The oldest version this build reads without `cmp_init()`: version 6 only replaced two triggers,
-/// so a version-5 store works as it is (with its gazetteer counter) until `cmp_init()` upgrades it.
+/// The oldest version this build reads without `cmp_init()`: versions 6 and 7 only replaced or added
+/// triggers, so a version-5 store works as it is (with its gazetteer counter, and without the
+/// REPLACE triggers) until `cmp_init()` upgrades it.
 const OLDEST_READ: i64 = 5;
 
 /// Objects whose definition changed after they were created (in versions 4, 5 and 6); `SCHEMA_SQL`
