@@ -1042,3 +1042,17 @@ fn clocks_outside_the_years_0000_to_9999_are_refused_by_name() {
         assert_eq!(paged, item_refs(&whole), "{field} {clock}");
     }
 }
+
+/// The `entities` filter matches a name case-insensitively, as documented, also beyond ASCII: it
+/// compared with ASCII case folding only, so `["ÉMILE"]` or `["émile"]` missed a row naming "Émile"
+/// (a red-team pass).
+#[test]
+fn the_entities_filter_ignores_case_beyond_ascii() {
+    let conn = open();
+    let id = insert_memory(&conn, &Mem::new("Émile owns the Atlas pricing page").entities(&["Émile"]));
+    insert_memory(&conn, &Mem::new("Dana owns the Atlas launch page").entities(&["Dana"]));
+    for name in ["Émile", "ÉMILE", "émile", " émile "] {
+        let v = query(&conn, json!({"find": "atlas page", "entities": [name]}));
+        assert_eq!(item_refs(&v), std::slice::from_ref(&id), "{name:?}");
+    }
+}
