@@ -334,15 +334,19 @@ pub struct Row {
     pub entities: Vec<String>,
 }
 
+/// Whether two entity names are the same, ignoring surrounding white space and case (Unicode
+/// lowercase, so "ÉMILE" is "Émile").
+fn same_name(a: &str, b: &str) -> bool {
+    a.trim().chars().flat_map(char::to_lowercase).eq(b.trim().chars().flat_map(char::to_lowercase))
+}
+
 /// Applies the narrowing filters in order; only ever removes rows.
 pub fn narrow(rows: Vec<Row>, m: &Mql) -> Vec<Row> {
     rows.into_iter()
         .filter(|r| !(m.valid_only && r.superseded))
         .filter(|r| m.layers.as_ref().is_none_or(|l| r.kind.as_ref().is_some_and(|k| l.contains(k))))
         .filter(|r| {
-            m.entities.as_ref().is_none_or(|want| {
-                r.entities.iter().any(|e| want.iter().any(|w| w.trim().eq_ignore_ascii_case(e.trim())))
-            })
+            m.entities.as_ref().is_none_or(|want| r.entities.iter().any(|e| want.iter().any(|w| same_name(w, e))))
         })
         .filter(|r| m.min_relevance.is_none_or(|min| r.relevance.unwrap_or(0.0) >= min))
         .filter(|r| m.min_trust.is_none_or(|min| r.trust.unwrap_or(0.0) >= min))

@@ -122,11 +122,19 @@ impl Options {
     }
 }
 
-/// Parses an ISO-8601 option value.
+/// The clocks an option may name, in seconds since the epoch: 0000-01-01T00:00:00Z up to, not
+/// including, 10000-01-01T00:00:00Z. [`time::format_precise`] writes an instant outside them with
+/// a year [`time::parse`] refuses, so a query could not carry it in its cursor.
+const CLOCK_RANGE: std::ops::Range<Epoch> = -62_167_219_200.0..253_402_300_800.0;
+
+/// Parses an ISO-8601 option value: a timestamp whose UTC instant is within [`CLOCK_RANGE`].
 pub fn parse_time(field: &str, v: &Value) -> Result<Epoch> {
     match v {
         Value::String(s) => match time::parse(s) {
-            Some(t) => Ok(t),
+            Some(t) if CLOCK_RANGE.contains(&t) => Ok(t),
+            Some(_) => {
+                Err(Error::invalid(field, format!("must be within the years 0000 to 9999 once read in UTC, got {s:?}")))
+            }
             None => Err(Error::invalid(field, format!("must be an ISO-8601 timestamp, got {s:?}"))),
         },
         other => Err(Error::invalid(field, format!("must be an ISO-8601 string, got {}", short(other)))),

@@ -388,6 +388,23 @@ fn legend_is_constant_and_complete() {
     }
 }
 
+/// A session holds the legend it was sent. A first turn whose budget cannot hold the compact legend
+/// gets the minimal one (about and rules, no key or field descriptions), yet the session recorded
+/// the compact legend as held: every later turn sent `legend: null`, so the model never got the
+/// descriptions (a red-team pass). The minimal legend is now not recorded as held.
+#[test]
+fn a_session_holds_only_a_legend_it_was_sent() {
+    let conn = open();
+    seed(&conn);
+    let turn =
+        |budget: i64| parse(&context_text(&conn, "atlas launch", Some("claude"), Some(budget), Some("m"), &now_opts()));
+    let first = turn(300);
+    assert_eq!(keys(&first["legend"]["envelope"]), Vec::<String>::new(), "300 tokens: the minimal legend");
+    let second = turn(4000);
+    assert_eq!(keys(&second["legend"]["envelope"]), ENVELOPE_KEYS, "the compact legend, never sent before");
+    assert!(turn(4000)["legend"].is_null(), "held once sent");
+}
+
 #[test]
 fn items_carry_values_not_inventions() {
     let conn = open();

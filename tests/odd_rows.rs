@@ -986,6 +986,27 @@ fn ids_that_are_blobs_are_never_read() {
     }
 }
 
+/// The same for open tasks: `cmp_tasks.id` has TEXT affinity too, so a blob stays a blob. Two open
+/// tasks with blob ids read as the ref `""` both: one pack held two items with the ref `""` and a
+/// session's first delta announced `""` twice (a red-team pass). A task whose id is not text is
+/// never read, like such a memory.
+#[test]
+fn task_ids_that_are_blobs_are_never_read() {
+    let conn = base();
+    conn.execute_batch(
+        "INSERT INTO cmp_tasks(id, title) VALUES (x'01', 'Email the Orion vendor'), (x'02', 'Book the Orion venue')",
+    )
+    .expect("blob task ids");
+    let seen = run_everything(&conn, "orion vendor venue", json!({}), &[]);
+    for (profile, pack) in &seen.packs {
+        let refs = refs_of(&pack["items"]);
+        assert!(refs.iter().any(|r| r.starts_with("task_")), "{profile}: the text-id task is packed: {refs:?}");
+        assert!(!refs.iter().any(String::is_empty), "{profile}: a blob task id surfaced as the ref \"\": {refs:?}");
+    }
+    let new = refs_of(&seen.turn1["new"]);
+    assert!(!new.iter().any(String::is_empty), "a session announced the ref \"\": {new:?}");
+}
+
 // ------------------------------------------------------------------------------ redacted / scope
 
 /// `redacted` is meant to be 0 or 1. Retrieval and the FTS index treat any value other than 0 or

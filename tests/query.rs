@@ -995,3 +995,64 @@ fn an_as_of_after_now_never_shows_what_is_not_captured_yet() {
         conn.query_row("SELECT cmp_context('orion note', NULL, NULL, NULL, ?1)", [&o], |r| r.get(0)).expect("pack");
     assert!(pack.contains("mem_0000000f0002") && !pack.contains("mem_0000000f0001"));
 }
+
+/// `now` and `as_of` are read in UTC, and `cmp_query` writes its clock back as
+/// `YYYY-MM-DDTHH:MM:SS.ffffffZ` (the form its cursors carry) and reads it again. A clock whose UTC
+/// instant falls outside the years 0000–9999 (`9999-12-31T23:59:00-23:59` is 10000-01-01 in UTC)
+/// cannot be written back so: `cmp_query` refused it as `now must be an ISO-8601 timestamp, got
+/// "10000-01-01T23:58:00.000000Z"`, a value the caller never gave, while `cmp_search` and
+/// `cmp_context` took it (a red-team pass). Every function now refuses such a clock, quoting it;
+/// the last instants inside the range are taken, and their cursors page to the unpaged result.
+#[test]
+fn clocks_outside_the_years_0000_to_9999_are_refused_by_name() {
+    let conn = open();
+    seed(&conn);
+    let past = ["9999-12-31T23:59:00-23:59", "9999-12-31T23:59:59.9999999Z", "0000-01-01T00:00:00+00:01"];
+    for clock in past {
+        for field in ["now", "as_of"] {
+            let why = format!("{field} must be within the years 0000 to 9999 once read in UTC, got \"{clock}\"");
+            let m = json!({"find": "atlas launch", field: clock});
+            assert_eq!(error_of(try_query(&conn, &m.to_string())), format!("cmp_query: {why}"));
+            let o = json!({field: clock}).to_string();
+            let search = conn.query_row("SELECT count(*) FROM cmp_search('atlas', ?1)", [&o], |r| r.get::<_, i64>(0));
+            assert_eq!(
+                error_of(search.map(|n| n.to_string()).map_err(|e| e.to_string())),
+                format!("cmp_search: {why}")
+            );
+            let pack = conn
+                .query_row("SELECT cmp_context('atlas', NULL, NULL, NULL, ?1)", [&o], |r| r.get::<_, String>(0))
+                .map_err(|e| e.to_string());
+            assert_eq!(error_of(pack), format!("cmp_context: {why}"));
+        }
+    }
+    for (field, clock) in [
+        ("now", "9999-12-31T23:59:59.999Z"),
+        ("now", "9999-12-31T00:00:00-23:59"),
+        ("as_of", "0000-01-01T23:59:00+23:59"),
+    ] {
+        let mut whole = json!({"find": "atlas launch review", "valid_only": false, "k": 50, field: clock});
+        let first = query(&conn, {
+            let mut m = whole.clone();
+            m["k"] = json!(2);
+            m
+        });
+        assert!(field == "as_of" || first["cursor"].is_string(), "{clock}: a first page with more to come");
+        let paged = pages_via("find", &first, &|c| parse(&query_text(&conn, &json!({"cursor": c}))));
+        whole = query(&conn, whole);
+        assert_eq!(paged, item_refs(&whole), "{field} {clock}");
+    }
+}
+
+/// The `entities` filter matches a name case-insensitively, as documented, also beyond ASCII: it
+/// compared with ASCII case folding only, so `["ÉMILE"]` or `["émile"]` missed a row naming "Émile"
+/// (a red-team pass).
+#[test]
+fn the_entities_filter_ignores_case_beyond_ascii() {
+    let conn = open();
+    let id = insert_memory(&conn, &Mem::new("Émile owns the Atlas pricing page").entities(&["Émile"]));
+    insert_memory(&conn, &Mem::new("Dana owns the Atlas launch page").entities(&["Dana"]));
+    for name in ["Émile", "ÉMILE", "émile", " émile "] {
+        let v = query(&conn, json!({"find": "atlas page", "entities": [name]}));
+        assert_eq!(item_refs(&v), std::slice::from_ref(&id), "{name:?}");
+    }
+}

@@ -39,6 +39,38 @@ fn another_scopes_rows_do_not_make_an_entity_common_here() {
     assert_ne!(why_of_mine, Some(before[0].why.clone()), "30 rows of its own scope make Priya common");
 }
 
+/// Whether an entity is common is judged against the size of the store (10 % of its memories, past
+/// 20 links). That size counted redacted rows (a store of one scope took its largest rid, a shared
+/// one its scope's rows): 150 redacted rows next to 200 rows, 25 of which name Priya, raised the
+/// threshold from 20 to 30 links, Priya turned selective, and "Anything from Priya?" found 25 rows
+/// it found none of before (a red-team pass), so redacted rows shifted results and a reader could
+/// count them. The size is now the count of rows that are not redacted.
+#[test]
+fn redacted_rows_do_not_make_an_entity_selective() {
+    for shared in [false, true] {
+        let build = |redacted: usize| -> Connection {
+            let conn = open();
+            for i in 0..200 {
+                let names: &[&str] = if i < 25 { &["Priya"] } else { &[] };
+                let m = Mem::new(&format!("note number {i} about things")).id(&format!("mem_{i:012x}"));
+                insert_memory(&conn, &m.entities(names));
+            }
+            for i in 0..redacted {
+                let m = Mem::new(&format!("hidden note {i}")).id(&format!("mem_f{i:011x}"));
+                insert_memory(&conn, &m.entities(&["Vault"]).redacted());
+            }
+            if shared {
+                insert_memory(&conn, &Mem::new("a row of another scope").id("mem_eeeeeeeeeeee").scope("other"));
+            }
+            conn
+        };
+        let (plain, with_redacted) = (build(0), build(150));
+        for task in ["Anything from Priya?", "note about things", ""] {
+            assert_eq!(search(&with_redacted, task), search(&plain, task), "{task:?}, another scope: {shared}");
+        }
+    }
+}
+
 #[test]
 fn scopes_are_isolated() {
     let conn = open();

@@ -155,6 +155,69 @@ fn write_paths_keep_indexes_in_step() {
     write_paths(&conn, &conn);
 }
 
+/// **Not fixed, pinned here.** `INSERT OR REPLACE` (also `REPLACE INTO`, and `UPDATE OR REPLACE`)
+/// deletes the row it conflicts with (on `id` or `rid`) without running its delete trigger unless
+/// the writing connection has `PRAGMA recursive_triggers = ON` (SQLite's rule, off by default): that
+/// row's word and pair index entries and entity links stay behind (a red-team pass). FTS5's
+/// integrity check then fails, and when the new row takes the old rid it is found by the old row's
+/// words and linked to its entities, across scopes. Catching it in the schema takes a `BEFORE
+/// INSERT` trigger that probes both keys on every insert (13–25 % more CPU for a bulk insert in the
+/// sqlite3 shell), so writers replace with an UPSERT or turn `recursive_triggers` on; both keep
+/// every index in step, as this test checks (docs/reference.md, "A connection that never loaded the
+/// extension").
+#[test]
+fn replace_needs_an_upsert_or_recursive_triggers() {
+    let replace = |conn: &Connection, recursive: bool| {
+        conn.pragma_update(None, "recursive_triggers", recursive).unwrap();
+        let a = insert_memory(conn, &Mem::new("Priya's diagnosis is private").entities(&["Priya"]));
+        let b = insert_memory(conn, &Mem::new("Lee books the venue").entities(&["Lee"]));
+        conn.query_row("SELECT cmp_flush()", [], |_| Ok(())).unwrap();
+        let rid_b: i64 = conn.query_row("SELECT rid FROM cmp_memories WHERE id = ?1", [&b], |r| r.get(0)).unwrap();
+        conn.execute(
+            "INSERT OR REPLACE INTO cmp_memories(id, content, captured_at) VALUES (?1, 'Nothing to see', ?2)",
+            params![a, CAPTURED],
+        )
+        .unwrap();
+        conn.execute(
+            "REPLACE INTO cmp_memories(rid, content, scope, captured_at) VALUES (?1, 'The weather is mild', 'other', ?2)",
+            params![rid_b, CAPTURED],
+        )
+        .unwrap();
+        let c = insert_memory(conn, &Mem::new("Dana signs the payroll").entities(&["Dana"]));
+        conn.query_row("SELECT cmp_flush()", [], |_| Ok(())).unwrap();
+        conn.execute("UPDATE OR REPLACE cmp_memories SET id = ?1 WHERE id = ?2", params![c, a]).unwrap();
+        rid_b
+    };
+    let conn = open();
+    let rid_b = replace(&conn, true);
+    assert_consistent(&conn);
+    let other = search_with(&conn, "venue", &scope_opts("other"));
+    assert!(other.is_empty(), "the replaced row's words are gone: {other:?}");
+
+    // An UPSERT is an UPDATE: its triggers run whatever the pragma.
+    let conn = open();
+    conn.pragma_update(None, "recursive_triggers", false).unwrap();
+    let a = insert_memory(&conn, &Mem::new("Priya's diagnosis is private").entities(&["Priya"]));
+    conn.query_row("SELECT cmp_flush()", [], |_| Ok(())).unwrap();
+    conn.execute(
+        "INSERT INTO cmp_memories(id, content, captured_at) VALUES (?1, 'Nothing to see', ?2)
+         ON CONFLICT(id) DO UPDATE SET content = excluded.content, entities = NULL",
+        params![a, CAPTURED],
+    )
+    .unwrap();
+    assert_consistent(&conn);
+    assert!(search(&conn, "diagnosis").is_empty());
+
+    // Without either, the defect this test pins: the old entries stay, and the row that took the
+    // old rid is found in its own scope by the words of the row it replaced.
+    let conn = open();
+    assert_eq!(replace(&conn, false), rid_b);
+    let other = search_with(&conn, "venue", &scope_opts("other"));
+    assert!(other.iter().any(|h| h.content == "The weather is mild"), "{other:?}");
+    let check = conn.execute("INSERT INTO cmp_memories_fts(cmp_memories_fts, rank) VALUES('integrity-check', 1)", []);
+    assert!(check.is_err(), "FTS5's integrity check fails");
+}
+
 #[test]
 fn write_paths_from_a_connection_without_cmp() {
     let dir = tempfile::tempdir().unwrap();

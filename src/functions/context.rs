@@ -47,6 +47,8 @@ struct Fitted {
     /// The canonical pack and its sha (what a pin stores).
     canonical: String,
     sha: String,
+    /// The legend the text carries (the minimal one when the budget cannot hold the one asked for).
+    legend: Legend,
 }
 
 /// Packs and renders until the output fits the budget: each round packs with less room by what
@@ -108,7 +110,7 @@ fn fit(
                 }
                 next
             });
-            return Ok(Fitted { text: r.text, next, canonical, sha });
+            return Ok(Fitted { text: r.text, next, canonical, sha, legend: render_with.legend });
         }
         if pack.items.is_empty() {
             return Err(too_small(g.budget, r.used, o, sid));
@@ -180,8 +182,10 @@ pub fn render(conn: &Connection, req: &Request<'_>, g: &Gathered, sid: Option<&s
         // The pin first: it is idempotent (the same sha always stores the same bytes), so when the
         // session turn fails after it, nothing observable is half-done; the session turn is the last write.
         pin(conn, req, &fitted)?;
+        let sent = fitted.legend;
         let Some(mut next) = fitted.next else { return Err(Error::Internal("session turn was not computed".into())) };
-        if o.format == Format::Smp {
+        // The session holds the legend once it was sent: not the minimal one, which lacks the descriptions.
+        if o.format == Format::Smp && sent != Legend::Minimal {
             next.legend = Some(legend_id.clone());
         }
         Ok((fitted.text, next))

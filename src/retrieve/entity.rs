@@ -288,9 +288,10 @@ pub fn gazetteer(conn: &Connection) -> rusqlite::Result<Arc<Gazetteer>> {
 }
 
 /// Splits entity ids into (selective, common) by how many memories of `scope` link to them, against
-/// the size of the scope. A store of one scope is measured by its largest rid (an O(log n) stand-in
-/// for the row count) and links are counted without reading the memories; when other scopes hold
-/// rows, only `scope`'s rows are counted, so what they hold changes nothing a reader of `scope` gets.
+/// the size of the scope: its rows that are not redacted (links skip redacted rows too), so that
+/// redacted rows shift nothing. A store of one scope is measured by the word index's own count (one
+/// small read) and links are counted without reading the memories; when other scopes hold rows,
+/// only `scope`'s rows are counted, so what they hold changes nothing a reader of `scope` gets.
 pub fn split_common(conn: &Connection, scope: &str, entity_ids: &[i64]) -> rusqlite::Result<(Vec<i64>, Vec<i64>)> {
     if entity_ids.is_empty() {
         return Ok((Vec::new(), Vec::new()));
@@ -298,7 +299,7 @@ pub fn split_common(conn: &Connection, scope: &str, entity_ids: &[i64]) -> rusql
     let shared = !entities::only_scope(conn, scope)?;
     // Past this size the threshold no longer grows with it.
     let saturated = (ENTITY_LIMIT as f64 / COMMON_SHARE).ceil() as i64;
-    let n = if shared { entities::scope_rows_up_to(conn, scope, saturated)? } else { entities::max_rid(conn)? };
+    let n = if shared { entities::scope_rows_up_to(conn, scope, saturated)? } else { entities::unredacted_rows(conn)? };
     // More links than the retriever returns also makes an entity common: it could only ever admit an
     // arbitrary (newest) slice of its memories, and scanning them all would cost as much as the
     // full-text search itself.

@@ -2,9 +2,9 @@
 //! memory's `entities` JSON): entity names, how many memories link to an entity, and the memories
 //! linked to entities, read through the eligibility rule.
 
-use super::eligibility::{Reader, VISIBLE};
+use super::eligibility::{Reader, NOT_REDACTED, VISIBLE};
 use super::memories::{lossy, memory_from_row, Memory, MEMORY_COLS};
-use rusqlite::{named_params, Connection};
+use rusqlite::{named_params, Connection, OptionalExtension};
 use std::collections::HashSet;
 
 /// Every entity: (id, name).
@@ -14,9 +14,42 @@ pub fn all(conn: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
     rows.collect()
 }
 
-/// The largest rid of `cmp_memories` (0 when empty): an O(log n) stand-in for the row count.
-pub fn max_rid(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.prepare_cached("SELECT coalesce(max(rid), 0) FROM cmp_memories")?.query_row([], |r| r.get(0))
+/// How many rows the word index holds, of every scope: the rows that are neither redacted nor
+/// queued. FTS5 keeps that count as the first varint of its averages record (block 1 of
+/// `cmp_memories_fts_data`), so this is one read of one small row.
+pub fn indexed_rows(conn: &Connection) -> rusqlite::Result<i64> {
+    let block: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT block FROM cmp_memories_fts_data WHERE id = 1")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    Ok(block.map_or(0, |b| i64::try_from(varint(&b)).unwrap_or(i64::MAX)))
+}
+
+/// An SQLite varint (FTS5 writes its counts in this form): big-endian groups of 7 bits, each byte
+/// but the last with its high bit set; a ninth byte gives 8 bits.
+fn varint(b: &[u8]) -> u64 {
+    let mut v: u64 = 0;
+    for (i, &x) in b.iter().enumerate().take(9) {
+        if i == 8 {
+            return (v << 8) | u64::from(x);
+        }
+        v = (v << 7) | u64::from(x & 0x7f);
+        if x & 0x80 == 0 {
+            break;
+        }
+    }
+    v
+}
+
+/// How many rows of every scope are not redacted: the word index's rows and the queued rows that
+/// are not redacted (a connection that cannot write leaves rows queued).
+pub fn unredacted_rows(conn: &Connection) -> rusqlite::Result<i64> {
+    let queued: i64 = conn
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM cmp_pending AS p JOIN cmp_memories AS m ON m.rid = p.rid WHERE {NOT_REDACTED}"
+        ))?
+        .query_row([], |r| r.get(0))?;
+    Ok(indexed_rows(conn)? + queued)
 }
 
 /// How many memories link to `entity`, counted up to `cap` (a count of `cap` means "at least").
@@ -47,10 +80,11 @@ pub fn only_scope(conn: &Connection, scope: &str) -> rusqlite::Result<bool> {
     st.query_row([scope], |r| r.get(0))
 }
 
-/// How many memories `scope` holds, counted up to `cap`.
+/// How many memories of `scope` are not redacted, counted up to `cap`.
 pub fn scope_rows_up_to(conn: &Connection, scope: &str, cap: i64) -> rusqlite::Result<i64> {
-    let mut st = conn
-        .prepare_cached(&format!("SELECT count(*) FROM (SELECT 1 FROM cmp_memories WHERE scope = ?1 LIMIT {cap})"))?;
+    let mut st = conn.prepare_cached(&format!(
+        "SELECT count(*) FROM (SELECT 1 FROM cmp_memories AS m WHERE m.scope = ?1 AND {NOT_REDACTED} LIMIT {cap})"
+    ))?;
     st.query_row([scope], |r| r.get(0))
 }
 
@@ -130,6 +164,43 @@ pub fn neighbours(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word index's own count is the number of its rows, through inserts, redactions, deletes
+    /// and a rebuild, and varints of every length decode.
+    #[test]
+    fn the_word_index_counts_its_rows() {
+        let conn = Connection::open_in_memory().expect("open");
+        crate::register(&conn).expect("register");
+        crate::store::init(&conn).expect("init");
+        let count = || -> (i64, i64) {
+            crate::store::pending::flush(&conn).expect("flush");
+            let rows: i64 = conn
+                .query_row("SELECT count(*) FROM cmp_memories_indexable", [], |r| r.get(0))
+                .expect("count the view");
+            (indexed_rows(&conn).expect("indexed rows"), rows)
+        };
+        assert_eq!(count(), (0, 0));
+        conn.execute_batch(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+             INSERT INTO cmp_memories(content) SELECT 'row ' || i FROM n",
+        )
+        .expect("insert");
+        assert_eq!(count(), (300, 300));
+        conn.execute_batch(
+            "UPDATE cmp_memories SET redacted = 1 WHERE rid % 3 = 0; DELETE FROM cmp_memories WHERE rid % 7 = 0",
+        )
+        .expect("redact and delete");
+        let (n, rows) = count();
+        assert_eq!(n, rows);
+        conn.execute_batch("INSERT INTO cmp_memories_fts(cmp_memories_fts) VALUES ('rebuild')").expect("rebuild");
+        assert_eq!(count(), (rows, rows));
+        assert_eq!(unredacted_rows(&conn).expect("unredacted"), rows);
+        for (bytes, want) in
+            [(vec![0x05], 5), (vec![0x81, 0x00], 128), (vec![0x82, 0xac, 0x00], 38_400), (vec![0xff; 9], u64::MAX)]
+        {
+            assert_eq!(varint(&bytes), want, "{bytes:?}");
+        }
+    }
 
     #[test]
     fn whether_a_store_has_one_scope_is_two_index_probes() {

@@ -19,11 +19,12 @@ pub struct Task {
 }
 
 /// Up to `limit` open tasks of `scope` (id, title, due_at, entities; status unread), soonest due
-/// first, undated last.
+/// first, undated last. A task whose id is not text (a blob: `id` has TEXT affinity, which keeps
+/// blobs) has no ref a caller could cite, and two such tasks would read as one ref: never read.
 pub fn open(conn: &Connection, scope: &str, limit: usize) -> rusqlite::Result<Vec<Task>> {
     let mut st = conn.prepare_cached(&format!(
         "SELECT id, title, due_at, entities FROM cmp_tasks
-         WHERE scope = ?1 AND status = 'open' AND id IS NOT NULL
+         WHERE scope = ?1 AND status = 'open' AND typeof(id) = 'text'
          ORDER BY due_at IS NULL, due_at, id LIMIT {limit}"
     ))?;
     let rows = st.query_map([scope], |r| {
