@@ -3,7 +3,8 @@
 --   for v in 0 1 2 3 4; do sqlite3 /tmp/write_cost.db "PRAGMA user_version=$v" && sqlite3 /tmp/write_cost.db < sql/write_cost.sql; rm -f /tmp/write_cost.db*; done
 -- 20,000 English chat messages, each naming one entity, inserted by one INSERT ... SELECT inside
 -- one transaction into a file database; PRAGMA user_version picks the variant (compare `user`):
---   0 cmp's schema as it ships (the insert queues each row for indexing);
+--   0 cmp's schema as it ships (the insert queues each row for indexing; a row it would replace is
+--     unindexed first, schema 7);
 --   1 the same, then SELECT cmp_flush() (the queued rows indexed, one statement per index);
 --   2 the row table and its indexes only (no insert trigger);
 --   3 schema 4, whose triggers indexed every row as it was written (tests/fixtures/schema_v4.sql);
@@ -13,7 +14,7 @@ CREATE TEMP TABLE variant AS SELECT user_version AS v FROM pragma_user_version;
 CREATE TEMP TABLE steps(sql TEXT);
 INSERT INTO steps SELECT 'SELECT cmp_init();' FROM variant WHERE v <> 3;
 INSERT INTO steps SELECT '.read tests/fixtures/schema_v4.sql' FROM variant WHERE v = 3;
-INSERT INTO steps SELECT 'DROP TRIGGER cmp_memories_ai; DROP TRIGGER cmp_memories_ai_id;' FROM variant WHERE v = 2;
+INSERT INTO steps SELECT 'DROP TRIGGER cmp_memories_ai; DROP TRIGGER cmp_memories_ai_id; DROP TRIGGER cmp_memories_bi_conflict;' FROM variant WHERE v = 2;
 .once /tmp/write_cost_steps.sql
 SELECT sql FROM steps;
 .read /tmp/write_cost_steps.sql
