@@ -44,12 +44,15 @@ fn varint(b: &[u8]) -> u64 {
 /// How many rows of every scope are not redacted: the word index's rows and the queued rows that
 /// are not redacted (a connection that cannot write leaves rows queued).
 pub fn unredacted_rows(conn: &Connection) -> rusqlite::Result<i64> {
-    let queued: i64 = conn
-        .prepare_cached(&format!(
-            "SELECT count(*) FROM cmp_pending AS p JOIN cmp_memories AS m ON m.rid = p.rid WHERE {NOT_REDACTED}"
-        ))?
-        .query_row([], |r| r.get(0))?;
+    let queued: i64 = conn.prepare_cached(&queued_unredacted())?.query_row([], |r| r.get(0))?;
     Ok(indexed_rows(conn)? + queued)
+}
+
+/// The SQL counting the queued rows that are not redacted. `CROSS JOIN` keeps the queue the outer
+/// loop: without statistics the planner scanned every memory and probed the (usually empty) queue,
+/// 21 ms a call at 100,000 rows.
+fn queued_unredacted() -> String {
+    format!("SELECT count(*) FROM cmp_pending AS p CROSS JOIN cmp_memories AS m ON m.rid = p.rid WHERE {NOT_REDACTED}")
 }
 
 /// How many memories link to `entity`, counted up to `cap` (a count of `cap` means "at least").
@@ -200,6 +203,21 @@ mod tests {
         {
             assert_eq!(varint(&bytes), want, "{bytes:?}");
         }
+    }
+
+    #[test]
+    fn counting_the_queue_reads_the_queue_not_the_memories() {
+        let conn = Connection::open_in_memory().expect("open");
+        crate::register(&conn).expect("register");
+        crate::store::init(&conn).expect("init");
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", queued_unredacted()))
+            .expect("plan")
+            .query_map([], |r| r.get::<_, String>(3))
+            .expect("plan")
+            .collect::<rusqlite::Result<_>>()
+            .expect("plan");
+        assert!(plan.iter().all(|l| !l.starts_with("SCAN m") && !l.starts_with("SCAN cmp_memories")), "{plan:?}");
     }
 
     #[test]
