@@ -205,33 +205,30 @@ mod tests {
         }
     }
 
-    #[test]
-    fn counting_the_queue_reads_the_queue_not_the_memories() {
+    /// A fresh store and the plan's lines (`EXPLAIN QUERY PLAN`) of `sql` with `params`.
+    fn plan(sql: &str, params: impl rusqlite::Params) -> (Connection, Vec<String>) {
         let conn = Connection::open_in_memory().expect("open");
         crate::register(&conn).expect("register");
         crate::store::init(&conn).expect("init");
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", queued_unredacted()))
+        let lines = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .expect("plan")
-            .query_map([], |r| r.get::<_, String>(3))
+            .query_map(params, |r| r.get::<_, String>(3))
             .expect("plan")
             .collect::<rusqlite::Result<_>>()
             .expect("plan");
+        (conn, lines)
+    }
+
+    #[test]
+    fn counting_the_queue_reads_the_queue_not_the_memories() {
+        let (_, plan) = plan(&queued_unredacted(), []);
         assert!(plan.iter().all(|l| !l.starts_with("SCAN m") && !l.starts_with("SCAN cmp_memories")), "{plan:?}");
     }
 
     #[test]
     fn whether_a_store_has_one_scope_is_two_index_probes() {
-        let conn = Connection::open_in_memory().expect("open");
-        crate::register(&conn).expect("register");
-        crate::store::init(&conn).expect("init");
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {ONLY_SCOPE}"))
-            .expect("plan")
-            .query_map(["default"], |r| r.get::<_, String>(3))
-            .expect("plan")
-            .collect::<rusqlite::Result<_>>()
-            .expect("plan");
+        let (conn, plan) = plan(ONLY_SCOPE, ["default"]);
         assert!(plan.iter().all(|l| !l.starts_with("SCAN cmp_memories")), "{plan:?}");
         assert!(only_scope(&conn, "default").expect("empty"));
         conn.execute("INSERT INTO cmp_memories(content) VALUES ('a')", []).expect("insert");
