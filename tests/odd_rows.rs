@@ -1007,6 +1007,31 @@ fn task_ids_that_are_blobs_are_never_read() {
     assert!(!new.iter().any(String::is_empty), "a session announced the ref \"\": {new:?}");
 }
 
+/// A task whose id is also a memory's id in its scope (written on purpose: generated ids differ in
+/// their prefix) is not read: a pack held both under one ref, and a session announced it twice
+/// (a red-team pass). The ref names the memory, as `cmp_expand` reads it. A task that shares its id
+/// with a memory of another scope is read as usual, so nothing of that scope shows.
+#[test]
+fn a_task_sharing_a_memory_id_is_not_read() {
+    let conn = base();
+    conn.execute_batch(
+        "INSERT INTO cmp_tasks(id, title) VALUES ('mem_00000000b001', 'Email the Orion vendor');
+         INSERT INTO cmp_memories(id, content, scope) VALUES ('task_shared', 'Orion vendor notes', 'other');
+         INSERT INTO cmp_tasks(id, title) VALUES ('task_shared', 'Book the Orion venue');",
+    )
+    .expect("colliding ids");
+    let seen = run_everything(&conn, "orion vendor venue", json!({}), &[]);
+    for (profile, pack) in &seen.packs {
+        let refs = refs_of(&pack["items"]);
+        let unique: std::collections::BTreeSet<&String> = refs.iter().collect();
+        assert_eq!(unique.len(), refs.len(), "{profile}: a ref twice: {refs:?}");
+        assert!(refs.iter().any(|r| r == "task_shared"), "{profile}: the other task is packed: {refs:?}");
+    }
+    let new = refs_of(&seen.turn1["new"]);
+    let unique: std::collections::BTreeSet<&String> = new.iter().collect();
+    assert_eq!(unique.len(), new.len(), "a session announced a ref twice: {new:?}");
+}
+
 // ------------------------------------------------------------------------------ redacted / scope
 
 /// `redacted` is meant to be 0 or 1. Retrieval and the FTS index treat any value other than 0 or

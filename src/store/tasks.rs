@@ -20,11 +20,14 @@ pub struct Task {
 
 /// Up to `limit` open tasks of `scope` (id, title, due_at, entities; status unread), soonest due
 /// first, undated last. A task whose id is not text (a blob: `id` has TEXT affinity, which keeps
-/// blobs) has no ref a caller could cite, and two such tasks would read as one ref: never read.
+/// blobs) has no ref a caller could cite, and two such tasks would read as one ref: never read. Nor
+/// is a task whose id is also the id of a memory of its scope: the ref names the memory (as
+/// `cmp_expand` reads it), and one pack must not hold two items with one ref.
 pub fn open(conn: &Connection, scope: &str, limit: usize) -> rusqlite::Result<Vec<Task>> {
     let mut st = conn.prepare_cached(&format!(
-        "SELECT id, title, due_at, entities FROM cmp_tasks
+        "SELECT id, title, due_at, entities FROM cmp_tasks AS t
          WHERE scope = ?1 AND status = 'open' AND typeof(id) = 'text'
+           AND NOT EXISTS (SELECT 1 FROM cmp_memories AS m WHERE m.id = t.id AND m.scope = ?1)
          ORDER BY due_at IS NULL, due_at, id LIMIT {limit}"
     ))?;
     let rows = st.query_map([scope], |r| {
