@@ -61,6 +61,7 @@ macro_rules! scalar {
 fn scalars() -> Vec<(&'static str, i32, FunctionFlags, Scalar)> {
     vec![
         ("cmp_version", -1, PURE, scalar!(functions::admin::version)),
+        ("cmp_bm25", -1, PURE, scalar!(functions::admin::bm25)),
         ("cmp_debug", -1, STATEFUL, scalar!(functions::admin::debug)),
         ("cmp_init", -1, STATEFUL, scalar!(functions::admin::init)),
         ("cmp_flush", -1, STATEFUL, scalar!(functions::admin::flush)),
@@ -98,6 +99,9 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
             }
         })?;
     }
+    // After the scalar `cmp_bm25`: FTS5 then finds the name taken and overloads it inside its
+    // queries only, and the scalar's error explains any other use.
+    store::bm25::register(conn)?;
     const SEARCH: Module<Tab<functions::search::Search>> = Module::eponymous_only_module();
     conn.create_module(c"cmp_search", &SEARCH, None)?;
     const ITEMS: Module<Tab<functions::context::Items>> = Module::eponymous_only_module();

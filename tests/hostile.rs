@@ -975,8 +975,9 @@ struct Func {
     max_args: usize,
 }
 
-const FUNCS: [Func; 14] = [
+const FUNCS: [Func; 15] = [
     Func { name: "cmp_version", table: false, max_args: 0 },
+    Func { name: "cmp_bm25", table: false, max_args: 2 },
     Func { name: "cmp_debug", table: false, max_args: 0 },
     Func { name: "cmp_init", table: false, max_args: 2 },
     Func { name: "cmp_flush", table: false, max_args: 2 },

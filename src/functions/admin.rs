@@ -1,4 +1,4 @@
-//! cmp_init, cmp_flush, cmp_version, cmp_debug.
+//! cmp_init, cmp_flush, cmp_version, cmp_debug, and `cmp_bm25` outside a full-text query.
 
 use crate::error::Result;
 use crate::store;
@@ -26,6 +26,16 @@ pub fn flush(ctx: &Context<'_>) -> Result<i64> {
         return Err(crate::error::Error::Unwritable(format!("the queued rows cannot be indexed here: {why}")));
     }
     Ok(store::pending::flush(&conn)? as i64)
+}
+
+/// `cmp_bm25(...)` anywhere but as the ranking function of a query on cmp's full-text indexes (there
+/// FTS5 runs [`store::bm25`] instead of this): an error that says how it is used.
+pub fn bm25(_ctx: &Context<'_>) -> Result<i64> {
+    Err(crate::error::Error::Usage(
+        "ranks a match of cmp's full-text indexes only: cmp_bm25(cmp_memories_fts, 0) or \
+         cmp_bm25(cmp_memories_ngram, 1) in a query that MATCHes that index"
+            .into(),
+    ))
 }
 
 /// `cmp_version()`.

@@ -2,6 +2,7 @@
 //! rule (full-text top-k, character pairs, newest, hard rules, neighbours in time, embeddings, by
 //! id), supersession chains, and the one write path for a new memory ([`remember`]).
 
+use super::bm25::Index;
 use super::eligibility::{Reader, NOT_REDACTED, REDACTED, SUPERSEDED, VISIBLE};
 
 use rusqlite::{named_params, params, Connection, OptionalExtension, Row};
@@ -191,15 +192,16 @@ pub struct Match {
     pub bm25: f64,
 }
 
-/// The SQL of the BM25 top-`limit` query over rows meeting `eligible` (also the benchmark floor).
+/// The SQL of the BM25 top-`limit` query over rows meeting `eligible`, ranked by FTS5's `bm25()`
+/// (the benchmark's join query; cmp's reads rank the same with [`super::bm25`]).
 pub fn fts_sql(eligible: &str, limit: usize) -> String {
-    fts_sql_with(eligible, "", limit)
+    fts_sql_with("bm25(cmp_memories_fts)", eligible, "", limit)
 }
 
-/// [`fts_sql`] with `more` (`, expr…`) selected after the score.
-fn fts_sql_with(eligible: &str, more: &str, limit: usize) -> String {
+/// [`fts_sql`] ranked by `score`, with `more` (`, expr…`) selected after the score.
+fn fts_sql_with(score: &str, eligible: &str, more: &str, limit: usize) -> String {
     format!(
-        "SELECT {MEMORY_COLS}, bm25(cmp_memories_fts) AS score{more}
+        "SELECT {MEMORY_COLS}, {score} AS score{more}
          FROM cmp_memories_fts JOIN cmp_memories AS m ON m.rid = cmp_memories_fts.rowid
          WHERE cmp_memories_fts MATCH :q AND {eligible}
          ORDER BY score, m.rid LIMIT {limit}"
@@ -210,7 +212,7 @@ fn fts_sql_with(eligible: &str, more: &str, limit: usize) -> String {
 /// at the horizon after the score.
 pub fn ngram_sql(eligible: &str, limit: usize) -> String {
     format!(
-        "SELECT {MEMORY_COLS}, bm25(cmp_memories_ngram) AS score, {VISIBLE}
+        "SELECT {MEMORY_COLS}, cmp_bm25(cmp_memories_ngram, 1) AS score, {VISIBLE}
          FROM cmp_memories_ngram JOIN cmp_memories AS m ON m.rid = cmp_memories_ngram.rowid
          WHERE cmp_memories_ngram MATCH :q AND {eligible}
          ORDER BY score, m.rid LIMIT {limit}"
@@ -250,10 +252,11 @@ pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> ru
         let _t = crate::timing::phase("fts: ranked rows, eligibility");
         let mut st = conn.prepare_cached(&format!(
             "SELECT f.rank, m.rid IS NOT NULL, {VISIBLE}, {MEMORY_COLS}
-             FROM (SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH :q
+             FROM (SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH :q AND {}
                    ORDER BY rank, rowid LIMIT {m}) AS f
              LEFT JOIN cmp_memories AS m ON m.rid = f.rowid AND {}
              ORDER BY f.rank, f.rowid",
+            Index::Words.rank_constraint(),
             r.eligible()
         ))?;
         let mut rows = st.query(named_params! {":q": expr, ":scope": r.scope, ":h": r.h})?;
@@ -271,7 +274,8 @@ pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> ru
         m *= 4;
     }
     let _t = crate::timing::phase("fts: join query (fallback)");
-    let mut st = conn.prepare_cached(&fts_sql_with(r.eligible(), &format!(", {VISIBLE}"), limit))?;
+    let score = "cmp_bm25(cmp_memories_fts, 0)";
+    let mut st = conn.prepare_cached(&fts_sql_with(score, r.eligible(), &format!(", {VISIBLE}"), limit))?;
     let rows = st.query_map(named_params! {":q": expr, ":scope": r.scope, ":h": r.h}, match_at_14)?;
     rows.collect()
 }

@@ -1,12 +1,13 @@
 //! Every SQL statement cmp runs, one file per table: [`schema`] (`cmp_meta` and the schema),
 //! [`memories`] (`cmp_memories`), [`entities`] (`cmp_entities`, `cmp_memory_entities`), [`pending`]
 //! (`cmp_pending`, the index queue, and the index writes it defers), [`tasks`] (`cmp_tasks`),
-//! [`sessions`] (`cmp_sessions`, `cmp_pins`); and [`eligibility`], the one rule for which memory
-//! rows a read may see. The rest of the crate works on the plain structs defined here.
+//! [`sessions`] (`cmp_sessions`, `cmp_pins`); [`eligibility`], the one rule for which memory
+//! rows a read may see; and [`bm25`], the FTS5 ranking function cmp's full-text reads use. The rest of the crate works on the plain structs defined here.
 //!
 //! Row limits are written into the SQL text, never bound: SQLite reads a bound LIMIT when it plans
 //! the statement, so binding one again makes it prepare the whole statement again before each run.
 
+pub mod bm25;
 pub mod eligibility;
 pub mod entities;
 pub mod memories;

@@ -65,6 +65,8 @@ pub fn flush(conn: &Connection) -> rusqlite::Result<usize> {
         for sql in INDEX_QUEUED {
             conn.prepare_cached(sql)?.execute([&list])?;
         }
+        // New index entries: row lengths kept by the ranking function may be stale.
+        super::bm25::forget(conn);
         Ok(rids.len())
     })();
     match r {
