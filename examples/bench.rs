@@ -21,6 +21,10 @@
 //! - vector retrieval over 384-dimensional user embeddings (`cmp_search('', {query_embedding})`)
 //!   against a brute-force cosine loop in Rust over the same blobs read with SELECT.
 //!
+//! `--cold` runs every timed call, floors included, on a connection opened for it (the schema read
+//! before the clock starts): what a program that opens the database for each query pays, with no
+//! prepared statement, page or kept row length from an earlier call.
+//!
 //! `--per-task TSV` writes each task's milliseconds per timed step (a line per task), to tell the
 //! cost every call pays from the cost that grows with the query's matches.
 //!
@@ -73,13 +77,14 @@ struct Args {
     session_model: usize,
     session_seed: usize,
     touch: bool,
+    cold: bool,
     per_task: Option<String>,
 }
 
 const USAGE: &str = "usage: bench [--corpus real|generated] [--data ../shared/data] [--n 100000] [--db PATH] \
 [--tasks 200] [--seed 42] [--embed-every 10] [--rounds 1] [--warmup 20] [--insert-rows N] [--digest N] \
 [--steps topn,join,search,generic,claude,gpt,cursor,session,vector] [--session-model generic|claude|gpt|cursor] [--session-seed N] [--phases] \
-[--touch-between] [--per-task TSV] [--json OUT]";
+[--touch-between] [--cold] [--per-task TSV] [--json OUT]";
 
 fn parse_args() -> Res<Args> {
     let mut a = Args {
@@ -100,6 +105,7 @@ fn parse_args() -> Res<Args> {
         session_model: 0,
         session_seed: 0,
         touch: false,
+        cold: false,
         per_task: None,
     };
     let mut it = std::env::args().skip(1);
@@ -121,6 +127,7 @@ fn parse_args() -> Res<Args> {
             "--digest" => a.digest = num("--digest", value("--digest")?)?,
             "--phases" => a.phases = true,
             "--touch-between" => a.touch = true,
+            "--cold" => a.cold = true,
             "--per-task" => a.per_task = Some(value("--per-task")?),
             "--session-seed" => a.session_seed = num("--session-seed", value("--session-seed")?)?,
             "--session-model" => {
@@ -181,6 +188,15 @@ fn open_file_db(path: &Path) -> Res<Connection> {
     // WAL with synchronous=NORMAL: the usual setting for an application database; commits do not
     // fsync, so a session turn measures cmp, not the disk.
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;").map_err(sql_err("pragma"))?;
+    Ok(conn)
+}
+
+/// A connection opened for one timed call (`--cold`): cmp registered and the schema read, nothing
+/// else run on it.
+fn cold_conn(path: &Path) -> Res<Connection> {
+    let conn = open_file_db(path)?;
+    cmp::register(&conn).map_err(sql_err("cmp::register"))?;
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(())).map_err(sql_err("schema"))?;
     Ok(conn)
 }
 
@@ -370,6 +386,7 @@ fn vector_floor_sql() -> String {
     )
 }
 
+#[derive(Clone)]
 struct Bench<'a> {
     conn: &'a Connection,
     now_opts: String,
@@ -793,8 +810,13 @@ fn run() -> Res<()> {
                 if a.touch {
                     b.conn.execute(TOUCH, []).map_err(sql_err("--touch-between"))?;
                 }
+                let fresh = if a.cold { Some(cold_conn(&db)?) } else { None };
+                let on = match &fresh {
+                    Some(c) => Bench { conn: c, ..b.clone() },
+                    None => b.clone(),
+                };
                 let t0 = Instant::now();
-                run_step(&b, steps[si], task, &vec_opts[i], &qvecs[i])?;
+                run_step(&on, steps[si], task, &vec_opts[i], &qvecs[i])?;
                 times[si].push(t0.elapsed());
             }
         }
