@@ -49,6 +49,8 @@ impl Index {
 
 /// Rowids below this are kept in a vector indexed by rowid; larger ones in a map.
 const DENSE_ROWIDS: i64 = 1 << 22;
+/// Most lengths kept in the map (a bound on memory, not a tuning knob): a full map is emptied.
+const SPARSE_MAX: usize = 1 << 20;
 
 /// Row lengths of one index: `len + 1` per rowid, 0 for a length not kept.
 #[derive(Default)]
@@ -76,6 +78,9 @@ impl Lengths {
             }
             self.dense[i] = v;
         } else {
+            if self.sparse.len() >= SPARSE_MAX {
+                self.sparse.clear();
+            }
             self.sparse.insert(rowid, v);
         }
     }
@@ -462,6 +467,24 @@ mod tests {
         let s: f64 = st.query_row([], |r| r.get(0)).expect("score");
         assert!(s < 0.0);
         assert_eq!(kept(&conn), 0);
+    }
+
+    #[test]
+    fn lengths_are_kept_by_rowid_dense_or_sparse_and_bounded() {
+        let mut l = Lengths::default();
+        for rowid in [0, 1, 7, DENSE_ROWIDS - 1, DENSE_ROWIDS, -5, i64::MAX] {
+            assert_eq!(l.get(rowid), None);
+            l.put(rowid, 3);
+            assert_eq!(l.get(rowid), Some(3), "{rowid}");
+        }
+        l.put(1, u32::MAX);
+        assert_eq!(l.get(1), Some(u32::MAX - 1), "the largest length saturates, never wraps to 'not kept'");
+        for k in 0..SPARSE_MAX as i64 + 1 {
+            l.put(DENSE_ROWIDS + k, 1);
+        }
+        assert!(l.sparse.len() <= SPARSE_MAX);
+        l.clear();
+        assert_eq!(l.get(7), None);
     }
 
     proptest! {
