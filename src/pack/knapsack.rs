@@ -33,6 +33,9 @@ struct Entry {
     up_density: f64,
     /// Highest word-set Jaccard with an admitted item (kept current while the item waits).
     max_sim: f64,
+    /// Admitted as its full text: its one upgrade is that text again at no cost, a step that changes
+    /// nothing, so the item never waits among the growing ones.
+    full: bool,
 }
 
 /// The word sets of admitted items, indexed by word. The highest Jaccard of a set with any of them
@@ -132,8 +135,15 @@ impl<'a> Sequence<'a> {
             };
             let share = if fl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
             seq.first = Some(fl.admit);
-            seq.entries[i] =
-                Some(Entry { util: util[i], admit: None, share, upgrades: fl.upgrades, up_density: 0.0, max_sim: 0.0 });
+            seq.entries[i] = Some(Entry {
+                util: util[i],
+                admit: None,
+                share,
+                upgrades: fl.upgrades,
+                up_density: 0.0,
+                max_sim: 0.0,
+                full: false,
+            });
         }
         seq
     }
@@ -152,6 +162,7 @@ impl<'a> Sequence<'a> {
         let f = self.folded.get(&i).unwrap_or(&no_folds);
         let pl = plan(i, &self.items[i], &self.p, true, f);
         let share = if pl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
+        let full = pl.admit.compressed.is_none();
         self.entries[i] = Some(Entry {
             util: self.util[i],
             admit: Some(pl.admit),
@@ -159,6 +170,7 @@ impl<'a> Sequence<'a> {
             upgrades: pl.upgrades,
             up_density: 0.0,
             max_sim: 0.0,
+            full,
         });
         self.refresh(i);
     }
@@ -179,7 +191,7 @@ impl<'a> Sequence<'a> {
         let full_left: usize = e.upgrades.iter().map(|s| s.cost).sum();
         let m = 1.0 - MMR_PENALTY * e.max_sim;
         e.up_density = if full_left == 0 { 0.0 } else { (1.0 - e.share) * e.util * m / full_left as f64 };
-        if !e.upgrades.is_empty() {
+        if !e.upgrades.is_empty() && !e.full {
             self.growing.push(idx);
         }
     }
