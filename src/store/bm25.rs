@@ -12,12 +12,12 @@
 //!   `cmp_bm25` by hand reads every length from the table;
 //! - it is kept and used only while this connection has written nothing in its open transaction
 //!   (`sqlite3_txn_state` below `SQLITE_TXN_WRITE`), so every kept length was committed;
-//! - everything kept is dropped when another connection commits (`PRAGMA data_version`), when the
-//!   schema changes (`PRAGMA schema_version`), and when cmp indexes rows ([`forget`], called by the
-//!   index queue's flush, the only writer of new index entries). Triggers only ever remove a row's
-//!   entries, and a removed row is never ranked again.
-//!
-//! Writing cmp's index tables by hand is not supported (as before: the index queue owns them).
+//! - everything kept is dropped when either index's committed contents change: FTS5 rewrites an
+//!   index's structure record (`_data` row 10) whenever it writes the index, and the record holds a
+//!   count of the pages ever written, so it never returns to an earlier value; the record is read at
+//!   each [`arm`]. So are the schema's version (`PRAGMA schema_version`), and this connection's
+//!   flushes ([`forget`]). Writes that leave the indexes alone (sessions, pins, a row still queued)
+//!   keep what is kept, on this connection or any other.
 
 use rusqlite::{ffi, Connection};
 use std::cell::UnsafeCell;
@@ -90,13 +90,17 @@ impl Lengths {
     }
 }
 
+/// The schema's version and both indexes' structure records (FTS5's `_data` row 10).
+type Mark = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// One connection's kept lengths and whether a read armed them.
 #[derive(Default)]
 struct State {
     lengths: [Lengths; 2],
     armed: bool,
-    /// (data_version, schema_version) the kept lengths were read under.
-    mark: Option<(i64, i64)>,
+    /// What the kept lengths were read under: the schema's version and both indexes' structure
+    /// records.
+    mark: Option<Mark>,
 }
 
 /// A connection's state, shared by the FTS5 function (its user data) and cmp's reads.
@@ -190,15 +194,19 @@ unsafe extern "C" fn destroy(p: *mut c_void) {
 }
 
 /// Lets `cmp_bm25` use and keep lengths until the guard drops: for one read by cmp. Drops what was
-/// kept when another connection committed or the schema changed since it was kept.
+/// kept when an index or the schema changed since it was kept.
 pub fn arm(conn: &Connection) -> rusqlite::Result<Armed<'_>> {
     let Some(sh) = shared(conn) else { return Ok(Armed(None)) };
-    let mark = conn
-        .prepare_cached("SELECT data_version, schema_version FROM pragma_data_version, pragma_schema_version")?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let mark: Mark = conn
+        .prepare_cached(
+            "SELECT schema_version, (SELECT block FROM cmp_memories_fts_data WHERE id = 10),
+                    (SELECT block FROM cmp_memories_ngram_data WHERE id = 10)
+             FROM pragma_schema_version",
+        )?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     // SAFETY: see `Shared::state`; this call runs on `conn`.
     let st = unsafe { sh.state() };
-    if st.mark != Some(mark) {
+    if st.mark.as_ref() != Some(&mark) {
         st.lengths.iter_mut().for_each(Lengths::clear);
         st.mark = Some(mark);
     }
@@ -437,6 +445,20 @@ mod tests {
             .expect("update");
         crate::store::pending::flush(&b).expect("flush");
         assert_eq!(scores(&a, "atlas", true), scores(&a, "atlas", false));
+    }
+
+    #[test]
+    fn writes_that_leave_the_indexes_alone_keep_the_lengths() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("e.db");
+        let (a, b) = (open(&path), open(&path));
+        add(&a, "atlas ships friday");
+        add(&a, "atlas");
+        assert_eq!(scores(&a, "atlas", true), scores(&a, "atlas", false));
+        b.execute("INSERT INTO cmp_tasks(title) VALUES ('call Kate')", []).expect("task");
+        let _ = b.query_row("SELECT cmp_session_reset('s')", [], |_| Ok(()));
+        let _armed = arm(&a).expect("arm");
+        assert_eq!(kept(&a), 2, "another connection's commit that left the indexes alone");
     }
 
     #[test]
