@@ -31,7 +31,7 @@ pub struct Lexical {
 /// without spaces; when both find something for a task in such a script, their rankings are fused.
 pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) -> rusqlite::Result<Lexical> {
     let mut pending = 0;
-    let _armed = crate::store::bm25::arm(conn)?;
+    let _armed = crate::store::bm25::arm(conn);
     let (word, word_strength) = match match_expr(&terms.words) {
         Some(expr) => split_visible(fts_top(conn, q.reader(), &expr, FTS_LIMIT)?, pool, &mut pending),
         None => Default::default(),

@@ -195,15 +195,19 @@ unsafe extern "C" fn destroy(p: *mut c_void) {
 
 /// Lets `cmp_bm25` use and keep lengths until the guard drops: for one read by cmp. Drops what was
 /// kept when an index or the schema changed since it was kept.
-pub fn arm(conn: &Connection) -> rusqlite::Result<Armed<'_>> {
-    let Some(sh) = shared(conn) else { return Ok(Armed(None)) };
-    let mark: Mark = conn
-        .prepare_cached(
+pub fn arm(conn: &Connection) -> Armed<'_> {
+    let Some(sh) = shared(conn) else { return Armed(None) };
+    let read = || -> rusqlite::Result<Mark> {
+        conn.prepare_cached(
             "SELECT schema_version, (SELECT block FROM cmp_memories_fts_data WHERE id = 10),
                     (SELECT block FROM cmp_memories_ngram_data WHERE id = 10)
              FROM pragma_schema_version",
         )?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    };
+    // Kept lengths only save time: where the records cannot be read, the read goes on without them
+    // (and meets whatever made them unreadable itself).
+    let Ok(mark) = read() else { return Armed(None) };
     // SAFETY: see `Shared::state`; this call runs on `conn`.
     let st = unsafe { sh.state() };
     if st.mark.as_ref() != Some(&mark) {
@@ -211,7 +215,7 @@ pub fn arm(conn: &Connection) -> rusqlite::Result<Armed<'_>> {
         st.mark = Some(mark);
     }
     st.armed = true;
-    Ok(Armed(Some(sh)))
+    Armed(Some(sh))
 }
 
 /// An armed read ([`arm`]).
@@ -390,7 +394,7 @@ mod tests {
     fn scores(conn: &Connection, q: &str, ours: bool) -> Vec<(i64, u64)> {
         let f = if ours { "cmp_bm25(cmp_memories_fts, 0)" } else { "bm25(cmp_memories_fts)" };
         let sql = format!("SELECT rowid, {f} FROM cmp_memories_fts WHERE cmp_memories_fts MATCH ?1 ORDER BY rowid");
-        let _armed = ours.then(|| arm(conn).expect("arm"));
+        let _armed = ours.then(|| arm(conn));
         let mut st = conn.prepare(&sql).expect("prepare");
         let rows = st.query_map([q], |r| Ok((r.get(0)?, r.get::<_, f64>(1)?.to_bits()))).expect("query");
         rows.collect::<rusqlite::Result<_>>().expect("rows")
@@ -420,7 +424,7 @@ mod tests {
                 "SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH '\"atlas\" OR \"launch\"' {rank}
                  ORDER BY rank, rowid"
             );
-            let _armed = arm(&conn).expect("arm");
+            let _armed = arm(&conn);
             let mut st = conn.prepare(&sql).expect("prepare");
             let rows = st.query_map([], |r| Ok((r.get(0)?, r.get::<_, f64>(1)?.to_bits()))).expect("query");
             rows.collect::<rusqlite::Result<_>>().expect("rows")
@@ -457,7 +461,7 @@ mod tests {
         assert_eq!(scores(&a, "atlas", true), scores(&a, "atlas", false));
         b.execute("INSERT INTO cmp_tasks(title) VALUES ('call Kate')", []).expect("task");
         let _ = b.query_row("SELECT cmp_session_reset('s')", [], |_| Ok(()));
-        let _armed = arm(&a).expect("arm");
+        let _armed = arm(&a);
         assert_eq!(kept(&a), 2, "another connection's commit that left the indexes alone");
     }
 
