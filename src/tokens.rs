@@ -32,7 +32,7 @@ pub enum Counter {
     Estimate,
 }
 
-/// Cached counts before the cache is cleared (a bound on memory, not a tuning knob).
+/// Counts in each of the cache's two generations (a bound on memory, not a tuning knob).
 const CACHE_ENTRIES: usize = 1 << 16;
 
 /// Bytes per allowed token of the first prefix a long text is counted on (then doubled up to
@@ -167,10 +167,39 @@ fn bpe_prefix(enc: pieces::Encoding, bpe: &Table, text: &str, room: usize) -> St
     pieces::prefix(enc, &text[..limit], room, |p| bpe.encode(p).len(), |p| bpe.encode(p), |t| bpe.decode(t))
 }
 
+/// The count cache of one thread: two generations. A new count goes into the current one; when it is
+/// full it becomes the old one and the older is dropped, and a count found in the old one moves back
+/// into the current one. Texts counted once and never again (a unit holding one call's relevance)
+/// pass through, while the texts every call meets (a memory's content, its ref) stay: with one map
+/// emptied when full, every few hundred calls lost those too, and the next calls counted them again.
+#[derive(Default)]
+struct Counts {
+    current: HashMap<(u8, u64), u32, rustc_hash::FxBuildHasher>,
+    old: HashMap<(u8, u64), u32, rustc_hash::FxBuildHasher>,
+}
+
+impl Counts {
+    fn get(&mut self, key: (u8, u64)) -> Option<u32> {
+        if let Some(&n) = self.current.get(&key) {
+            return Some(n);
+        }
+        let n = self.old.remove(&key)?;
+        self.put(key, n);
+        Some(n)
+    }
+
+    fn put(&mut self, key: (u8, u64), n: u32) {
+        if self.current.len() >= CACHE_ENTRIES {
+            self.old = std::mem::take(&mut self.current);
+        }
+        self.current.insert(key, n);
+    }
+}
+
 thread_local! {
-    /// Counts by (encoding, text hash), one map per thread: no lock on the hot path. The key is
-    /// already a keyed hash, so the map hashes it with Fx rather than SipHash a second time.
-    static CACHE: RefCell<HashMap<(u8, u64), u32, rustc_hash::FxBuildHasher>> = RefCell::new(HashMap::default());
+    /// Counts by (encoding, text hash), one cache per thread: no lock on the hot path. The key is
+    /// already a keyed hash, so the maps hash it with Fx rather than SipHash a second time.
+    static CACHE: RefCell<Counts> = RefCell::new(Counts::default());
 }
 
 /// The cache's text hash: SipHash with keys drawn at random once per process (`DefaultHasher::new()`
@@ -182,17 +211,11 @@ fn text_hash(text: &str) -> u64 {
 
 fn cached(enc: pieces::Encoding, text: &str, count: impl FnOnce() -> usize) -> usize {
     let key = (enc as u8, text_hash(text));
-    if let Some(n) = CACHE.with(|c| c.borrow().get(&key).copied()) {
+    if let Some(n) = CACHE.with(|c| c.borrow_mut().get(key)) {
         return n as usize;
     }
     let n = count();
-    CACHE.with(|c| {
-        let mut map = c.borrow_mut();
-        if map.len() >= CACHE_ENTRIES {
-            map.clear();
-        }
-        map.insert(key, n.min(u32::MAX as usize) as u32);
-    });
+    CACHE.with(|c| c.borrow_mut().put(key, n.min(u32::MAX as usize) as u32));
     n
 }
 
@@ -252,6 +275,20 @@ mod tests {
             Counter::Estimate.truncate("one two three four five", 3),
             Counter::O200k.truncate("one two three four five", 3)
         );
+    }
+
+    #[test]
+    fn the_count_cache_keeps_what_is_met_again_and_bounds_its_size() {
+        let mut c = Counts::default();
+        c.put((0, 1), 7);
+        for k in 2..(CACHE_ENTRIES as u64 + 2) {
+            c.put((0, k), 1);
+            if k % 1000 == 0 {
+                assert_eq!(c.get((0, 1)), Some(7), "a count met again survives the turnover");
+            }
+        }
+        assert!(c.current.len() <= CACHE_ENTRIES && c.old.len() <= CACHE_ENTRIES);
+        assert_eq!(c.get((1, 1)), None);
     }
 
     #[test]
