@@ -164,6 +164,8 @@ def steps(c):
 
 
 def main():
+    if not os.path.isdir(DATA):
+        raise SystemExit(f"speed_check: no data at {DATA} (the real-text corpus reads ../shared/data/)")
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--tasks", type=int, default=150)
