@@ -5,7 +5,7 @@ analysis for its floor) so that the two can check each other.
 
     cargo build --release --features loadable_extension
     /usr/bin/python3 examples/python/speed_check.py [--rows 100000] [--tasks 150] [--wal] [--cache-mb N]
-        [--db PATH] [--lib PATH]
+        [--synchronous normal] [--db PATH] [--lib PATH]
 
 The rows: every LoCoMo turn and realtalk-dev message (`Speaker: text`, episodic, the speaker as
 entity), then MSC persona facts (semantic), cycled with a numbered suffix up to `--rows`. Insert
@@ -73,50 +73,62 @@ def connect(path, args):
         c.execute("PRAGMA journal_mode=WAL")
     if args.cache_mb:
         c.execute(f"PRAGMA cache_size=-{args.cache_mb * 1024}")
+    if args.synchronous:
+        c.execute(f"PRAGMA synchronous={args.synchronous}")
     c.execute("SELECT cmp_init()").fetchall()
     return c
 
 
-def timed(c, statements):
-    """Seconds to run `statements` (callables on `c`) in one transaction."""
+def timed(c, run):
+    """Seconds `run()` takes in one transaction of `c`."""
     t = time.perf_counter()
     c.execute("BEGIN")
-    for s in statements:
-        s()
+    run()
     c.execute("COMMIT")
     return time.perf_counter() - t
 
 
-CMP_INSERT = "INSERT INTO cmp_memories(content, kind, entities, captured_at) VALUES (?, ?, ?, ?)"
+COLUMNS = "(content, kind, entities, captured_at)"
+# Per table: the statement of one row, and the copy of the staged rows.
+INSERTS = {
+    "cmp": (f"INSERT INTO cmp_memories{COLUMNS} VALUES (?, ?, ?, ?)",
+            f"INSERT INTO cmp_memories{COLUMNS} SELECT * FROM stage ORDER BY rowid"),
+    "plain": ("INSERT INTO plain(content) VALUES (?)",
+              "INSERT INTO plain(content) SELECT content FROM stage ORDER BY rowid"),
+}
+
+
+def params(table, rs):
+    return rs if table == "cmp" else [(r[0],) for r in rs]
+
+
+def create(c, table):
+    if table == "plain":
+        c.execute("CREATE VIRTUAL TABLE plain USING fts5(content)")
 
 
 def insert_rates(rs, args, tmp):
-    """rows/s: (cmp row by row, plain row by row, cmp staged, plain staged, cmp_flush seconds)."""
+    """{way: {"cmp": rows/s, "plain": rows/s, "flush": seconds of cmp_flush() after the cmp load}},
+    each load into a fresh database."""
     out = {}
-    for name, staged in (("row by row", False), ("INSERT … SELECT", True)):
+    for way, staged in (("row by row", False), ("INSERT … SELECT", True)):
         rates = {}
-        for table in ("cmp", "plain"):
-            path = os.path.join(tmp, f"{table}-{int(staged)}.db")
-            c = connect(path, args)
-            if table == "plain":
-                c.execute("CREATE VIRTUAL TABLE plain USING fts5(content)")
+        for table, (one, copy) in INSERTS.items():
+            c = connect(os.path.join(tmp, f"{table}-{int(staged)}.db"), args)
+            create(c, table)
             if staged:
-                c.execute("CREATE TEMP TABLE stage(content, kind, entities, captured_at)")
+                c.execute(f"CREATE TEMP TABLE stage{COLUMNS}")
                 c.executemany("INSERT INTO stage VALUES (?, ?, ?, ?)", rs)
-                sql = (CMP_INSERT.split(" VALUES")[0] + " SELECT * FROM stage ORDER BY rowid") if table == "cmp" \
-                    else "INSERT INTO plain(content) SELECT content FROM stage ORDER BY rowid"
-                secs = timed(c, [lambda: c.execute(sql)])
-            elif table == "cmp":
-                secs = timed(c, [lambda: c.executemany(CMP_INSERT, rs)])
+                secs = timed(c, lambda: c.execute(copy))
             else:
-                secs = timed(c, [lambda: c.executemany("INSERT INTO plain(content) VALUES (?)", [(r[0],) for r in rs])])
+                secs = timed(c, lambda: c.executemany(one, params(table, rs)))
             rates[table] = len(rs) / secs
             if table == "cmp":
                 t = time.perf_counter()
                 c.execute("SELECT cmp_flush()").fetchall()
                 rates["flush"] = time.perf_counter() - t
             c.close()
-        out[name] = rates
+        out[way] = rates
     return out
 
 
@@ -124,9 +136,9 @@ def build_store(path, rs, args):
     if os.path.exists(path):
         return
     c = connect(path, args)
-    c.execute("CREATE VIRTUAL TABLE plain USING fts5(content)")
-    timed(c, [lambda: c.executemany(CMP_INSERT, rs),
-              lambda: c.executemany("INSERT INTO plain(content) VALUES (?)", [(r[0],) for r in rs])])
+    for table, (one, _) in INSERTS.items():
+        create(c, table)
+        timed(c, lambda: c.executemany(one, params(table, rs)))
     c.execute("SELECT cmp_flush()").fetchall()
     c.close()
 
@@ -143,7 +155,7 @@ STOP = stopwords()
 
 def floor(c, task, content_words):
     """The plain table's top 200 for the OR of the task's words (all of them, or without stopwords)."""
-    words = [w for w in re.findall(r"\w+", task.lower())]
+    words = re.findall(r"\w+", task.lower())
     if content_words:
         words = list(dict.fromkeys(w for w in words if w not in STOP))
     if words:
@@ -172,6 +184,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--wal", action="store_true", help="journal_mode=WAL on every connection")
     ap.add_argument("--cache-mb", type=int, default=0, help="PRAGMA cache_size for every connection (MiB)")
+    ap.add_argument("--synchronous", choices=["off", "normal", "full"], help="PRAGMA synchronous (default: SQLite's)")
     ap.add_argument("--db", help="the query store (built when missing; default: a temporary file)")
     ap.add_argument("--lib", default=LIB, help="the loadable library (default: target/release/libcmp)")
     args = ap.parse_args()
@@ -185,13 +198,16 @@ def main():
         build_store(db, rs, args)
         c = connect(db, args)
         print(f"SQLite {sqlite3.sqlite_version}; {args.rows} rows; {len(tasks)} tasks; "
-              f"journal {'WAL' if args.wal else 'rollback'}; cache_size {args.cache_mb or 'default'}\n")
+              f"journal {'WAL' if args.wal else 'rollback'}; cache_size {args.cache_mb or 'default'}; "
+              f"synchronous {args.synchronous or 'default'}\n")
         print("| bulk insert, one transaction | cmp_memories rows/s | plain FTS5 rows/s | × plain | cmp_flush() after it |")
         print("|---|---|---|---|---|")
         for name, r in rates.items():
             print(f"| {name} | {r['cmp']:,.0f} | {r['plain']:,.0f} | {r['cmp'] / r['plain']:.2f} | {r['flush']:.2f} s |")
         print("\n| measure | p50 ms | floor, every word: p50 ms | × | floor, content words: p50 ms | × |")
         print("|---|---|---|---|---|---|")
+        # A reused store holds the session of an earlier run: every run starts it at its first turn.
+        c.execute("SELECT cmp_session_reset('speed-check')").fetchall()
         for name, run in steps(c).items():
             for t in warm:
                 floor(c, t, False)
