@@ -359,6 +359,109 @@ const STOPWORDS: &[&str] = &[
     "us",
 ];
 
+/// The inflected forms of English irregular verbs (and a few irregular plurals) that a stemmer cannot
+/// join: a question asks "what did Caroline go to?" and the message says "I went to the support
+/// group". Each line is one word's forms; a task word found on a line is searched with the others too.
+const IRREGULAR_FORMS: &[&[&str]] = &[
+    &["become", "became"],
+    &["begin", "began", "begun"],
+    &["break", "broke", "broken"],
+    &["bring", "brought"],
+    &["build", "built"],
+    &["buy", "bought"],
+    &["catch", "caught"],
+    &["choose", "chose", "chosen"],
+    &["come", "came"],
+    &["draw", "drew", "drawn"],
+    &["dream", "dreamt"],
+    &["drink", "drank", "drunk"],
+    &["drive", "drove", "driven"],
+    &["eat", "ate", "eaten"],
+    &["fall", "fell", "fallen"],
+    &["feed", "fed"],
+    &["feel", "felt"],
+    &["fight", "fought"],
+    &["find", "found"],
+    &["fly", "flew", "flown"],
+    &["forget", "forgot", "forgotten"],
+    &["forgive", "forgave", "forgiven"],
+    &["freeze", "froze", "frozen"],
+    &["give", "gave", "given"],
+    &["go", "went", "gone"],
+    &["grow", "grew", "grown"],
+    &["hang", "hung"],
+    &["hear", "heard"],
+    &["hide", "hid", "hidden"],
+    &["hold", "held"],
+    &["keep", "kept"],
+    &["know", "knew", "known"],
+    &["lead", "led"],
+    &["learn", "learnt"],
+    &["leave", "left"],
+    &["lend", "lent"],
+    &["lose", "lost"],
+    &["make", "made"],
+    &["mean", "meant"],
+    &["meet", "met"],
+    &["pay", "paid"],
+    &["ride", "rode", "ridden"],
+    &["ring", "rang", "rung"],
+    &["run", "ran"],
+    &["say", "said"],
+    &["see", "saw", "seen"],
+    &["sell", "sold"],
+    &["send", "sent"],
+    &["shake", "shook", "shaken"],
+    &["shine", "shone"],
+    &["shoot", "shot"],
+    &["show", "shown"],
+    &["sing", "sang", "sung"],
+    &["sink", "sank", "sunk"],
+    &["sit", "sat"],
+    &["sleep", "slept"],
+    &["speak", "spoke", "spoken"],
+    &["spend", "spent"],
+    &["stand", "stood"],
+    &["steal", "stole", "stolen"],
+    &["stick", "stuck"],
+    &["swim", "swam", "swum"],
+    &["take", "took", "taken"],
+    &["teach", "taught"],
+    &["tear", "tore", "torn"],
+    &["tell", "told"],
+    &["think", "thought"],
+    &["throw", "threw", "thrown"],
+    &["understand", "understood"],
+    &["wake", "woke", "woken"],
+    &["wear", "wore", "worn"],
+    &["win", "won"],
+    &["write", "wrote", "written"],
+    &["child", "children"],
+    &["man", "men"],
+    &["woman", "women"],
+    &["person", "people"],
+    &["foot", "feet"],
+    &["tooth", "teeth"],
+    &["mouse", "mice"],
+];
+
+/// The other forms of an irregular English word (see [`IRREGULAR_FORMS`]); empty for any other word.
+pub fn irregular_forms(word: &str) -> impl Iterator<Item = &'static str> + '_ {
+    static BY_WORD: std::sync::OnceLock<std::collections::HashMap<&'static str, usize, FnvBuild>> =
+        std::sync::OnceLock::new();
+    let by_word = BY_WORD.get_or_init(|| {
+        let mut m = std::collections::HashMap::default();
+        for (i, forms) in IRREGULAR_FORMS.iter().enumerate() {
+            for f in forms.iter() {
+                m.insert(*f, i);
+            }
+        }
+        m
+    });
+    let forms: &[&str] = by_word.get(word).map_or(&[], |&i| IRREGULAR_FORMS[i]);
+    forms.iter().copied().filter(move |f| *f != word)
+}
+
 /// True for a word that carries no retrieval signal.
 pub fn is_stopword(w: &str) -> bool {
     static SET: std::sync::OnceLock<std::collections::HashSet<&'static str, FnvBuild>> = std::sync::OnceLock::new();
@@ -540,6 +643,24 @@ pub fn truncate_chars(s: &str, max_chars: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_irregular_form_is_on_one_line_and_finds_the_others() {
+        let mut seen = std::collections::HashSet::new();
+        for forms in IRREGULAR_FORMS {
+            for f in forms.iter() {
+                assert!(seen.insert(*f), "{f} is on two lines");
+                assert!(!is_stopword(f), "{f} is a stopword: no task term ever holds it");
+                assert_eq!(words(f), [f.to_string()], "{f} is one lower-case word");
+                let others: Vec<&str> = irregular_forms(f).collect();
+                assert_eq!(others.len(), forms.len() - 1, "{f}");
+                assert!(!others.contains(f));
+            }
+        }
+        assert_eq!(irregular_forms("bought").collect::<Vec<_>>(), ["buy"]);
+        assert_eq!(irregular_forms("walked").count(), 0);
+    }
+
     use super::*;
 
     #[test]

@@ -268,7 +268,7 @@ pub struct Retrieval {
 /// The task's search terms.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Terms {
-    /// Words sent to the word index (at most [`MAX_TERMS`]).
+    /// Words sent to the word index (at most [`MAX_TERMS`] of the task's, and their irregular forms).
     pub words: Vec<String>,
     /// Character pairs sent to the character-pair index (at most [`MAX_GRAMS`]).
     pub grams: Vec<String>,
@@ -278,9 +278,16 @@ pub struct Terms {
 }
 
 impl Terms {
-    /// The terms of a task.
+    /// The terms of a task: its words, then the other forms of its irregular ones ("go": "went",
+    /// "gone"; [`text::irregular_forms`]), which a stemmer cannot join to them.
     pub fn of(task: &str) -> Terms {
-        let words = text::query_terms(task, MAX_TERMS);
+        let mut words = text::query_terms(task, MAX_TERMS);
+        let forms: Vec<&str> = words.iter().flat_map(|w| text::irregular_forms(w)).collect();
+        for f in forms {
+            if !words.iter().any(|w| w == f) {
+                words.push(f.to_string());
+            }
+        }
         let grams = text::task_gram_terms(task, MAX_GRAMS);
         let mut stems: Vec<String> = Vec::new();
         for w in &words {
@@ -427,6 +434,14 @@ mod tests {
         let names: Vec<&str> = Retriever::ALL.iter().map(|r| r.name()).collect();
         assert_eq!(names, ["fts", "vector", "entity", "context", "dated", "recency", "constraints"]);
         assert_eq!([Basis::Rrf.name(), Basis::Rank.name(), Basis::Cosine.name()], ["rrf", "rank", "cosine"]);
+    }
+
+    #[test]
+    fn irregular_words_bring_their_other_forms() {
+        let t = Terms::of("Where did Caroline go after she met Mel?");
+        assert_eq!(t.words, ["caroline", "go", "met", "mel", "went", "gone", "meet"]);
+        assert_eq!(t.stems, ["carolin", "go", "met", "mel", "went", "gone", "meet"]);
+        assert_eq!(Terms::of("launch the boat").words, ["launch", "boat"], "regular words come alone");
     }
 
     #[test]
