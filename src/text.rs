@@ -1,8 +1,9 @@
 //! Text primitives shared by retrieval and packing: a tokenizer that mirrors FTS5's
 //! `unicode61 remove_diacritics 2` for space-separated scripts and cuts scripts written without
 //! spaces (Han, Hiragana/Katakana, Hangul, Thai) into overlapping character pairs, the Porter
-//! stemmer FTS5's `porter` wrapper uses, stopwords, word sets for Jaccard similarity, the terms
-//! of the character-pair index, and sentence/character cuts for the compression ladder.
+//! stemmer FTS5's `porter` wrapper uses, stopwords, the other forms of irregular English words,
+//! word sets for Jaccard similarity, the terms of the character-pair index, and sentence/character
+//! cuts for the compression ladder.
 
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
