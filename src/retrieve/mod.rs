@@ -268,7 +268,7 @@ pub struct Retrieval {
 /// The task's search terms.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Terms {
-    /// Words sent to the word index (at most [`MAX_TERMS`] of the task's, and their irregular forms).
+    /// Words sent to the word index: the task's, then their irregular forms, at most [`MAX_TERMS`].
     pub words: Vec<String>,
     /// Character pairs sent to the character-pair index (at most [`MAX_GRAMS`]).
     pub grams: Vec<String>,
@@ -282,9 +282,11 @@ impl Terms {
     /// "gone"; [`text::irregular_forms`]), which a stemmer cannot join to them.
     pub fn of(task: &str) -> Terms {
         let mut words = text::query_terms(task, MAX_TERMS);
+        // The forms fill the room the task's own words leave, so a query never holds more than
+        // MAX_TERMS words (the bound on what one task can make FTS5 read).
         let forms: Vec<&str> = words.iter().flat_map(|w| text::irregular_forms(w)).collect();
         for f in forms {
-            if !words.iter().any(|w| w == f) {
+            if words.len() < MAX_TERMS && !words.iter().any(|w| w == f) {
                 words.push(f.to_string());
             }
         }
@@ -442,6 +444,13 @@ mod tests {
         assert_eq!(t.words, ["caroline", "go", "met", "mel", "went", "gone", "meet"]);
         assert_eq!(t.stems, ["carolin", "go", "met", "mel", "went", "gone", "meet"]);
         assert_eq!(Terms::of("launch the boat").words, ["launch", "boat"], "regular words come alone");
+        let long: Vec<String> = (0..MAX_TERMS).map(|i| format!("w{i}")).collect();
+        let t = Terms::of(&format!("went {}", long.join(" ")));
+        assert_eq!(t.words.len(), MAX_TERMS, "the forms never pass the bound");
+        assert_eq!(t.words[0], "went");
+        assert!(Terms::of(&format!("went {}", long[..MAX_TERMS - 3].join(" ")))
+            .words
+            .ends_with(&["go".into(), "gone".into()]));
     }
 
     #[test]
