@@ -38,7 +38,7 @@ pub fn rank(conn: &Connection, q: &Query<'_>, terms: &Terms, pool: &mut Pool) ->
     };
     let (word, word_strength) = {
         let _t = crate::timing::phase("fts: length prior");
-        length_prior(word, word_strength, pool)
+        length_prior(word, word_strength, pool, q.task)
     };
     let _t = crate::timing::phase("fts: character pairs");
     let (gram, gram_strength) = match match_expr(&terms.grams) {
@@ -104,22 +104,84 @@ pub const LENGTH_EXPONENT: f64 = 1.0;
 /// message that holds a task word ("elise: Hey Kate!", "Emi: For sure!") outranks a message that says
 /// something about it; the prior (a message's chance to carry an answer grows with what it says)
 /// leaves long messages almost as they were and halves an eight-word one. Measured on LoCoMo and
-/// realtalk-dev alike (BENCHMARKS.md, "Length prior").
-fn length_prior(rank: Ranking, strength: Vec<f64>, pool: &mut Pool) -> (Ranking, Vec<f64>) {
+/// realtalk-dev alike (BENCHMARKS.md, "Length prior"). For a task that asks "when", a match that
+/// says when (see [`time_prior`]) counts × (1 + [`TIME_WEIGHT`]).
+fn length_prior(rank: Ranking, strength: Vec<f64>, pool: &mut Pool, task: &str) -> (Ranking, Vec<f64>) {
     let (g, pivot) = (super::knob("CMP_LEN_G", LENGTH_EXPONENT), super::knob("CMP_LEN_PIVOT", LENGTH_PIVOT));
     if g == 0.0 {
         return (rank, strength);
     }
+    let when = time_prior(task);
     let mut v: Vec<(usize, f64)> = rank
         .into_iter()
         .zip(strength)
         .map(|(i, s)| {
-            let n = pool.analysed(i).len() as f64;
-            (i, s * (n / (n + pivot)).powf(g))
+            let a = pool.analysed(i);
+            let n = a.len() as f64;
+            let t = when.map_or(1.0, |w| if a.iter().any(|x| is_time_stem(&x.stem)) { 1.0 + w } else { 1.0 });
+            (i, t * s * (n / (n + pivot)).powf(g))
         })
         .collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then(pool.mems[a.0].rid.cmp(&pool.mems[b.0].rid)));
     v.into_iter().unzip()
+}
+
+/// What a match that says when gains for a task that asks "when": its strength × (1 + this).
+pub const TIME_WEIGHT: f64 = 0.5;
+
+/// Words that say when something happened (stemmed when first used). "March" and "may" are not on
+/// the list: as words they mostly mean something else.
+const TIME_WORDS: &[&str] = &[
+    "yesterday",
+    "today",
+    "tonight",
+    "tomorrow",
+    "week",
+    "weeks",
+    "weekend",
+    "month",
+    "months",
+    "year",
+    "years",
+    "days",
+    "ago",
+    "recently",
+    "lately",
+    "earlier",
+    "morning",
+    "afternoon",
+    "evening",
+    "night",
+    "january",
+    "february",
+    "april",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// True for the stem of a word of [`TIME_WORDS`].
+fn is_time_stem(stem: &str) -> bool {
+    static STEMS: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
+    STEMS.get_or_init(|| TIME_WORDS.iter().map(|w| text::stem(w)).collect()).contains(stem)
+}
+
+/// The time prior's weight for `task`: [`TIME_WEIGHT`] when it asks "when" (the answer is the match
+/// that says when: "I went to the support group yesterday"), None otherwise.
+fn time_prior(task: &str) -> Option<f64> {
+    let w = super::knob("CMP_TIME", TIME_WEIGHT);
+    (w > 0.0 && text::words(task).iter().any(|t| t == "when")).then_some(w)
 }
 
 /// Weight of the character-triple prior (see [`triple_prior`]; 0: none).
@@ -263,6 +325,37 @@ mod tests {
         let mut pool = Pool::default();
         let lex = rank(&conn, &q, &crate::retrieve::Terms::of(q.task), &mut pool).expect("rank");
         assert_eq!(ids(&pool, &lex.ranking), ["mem_zh"]);
+    }
+
+    #[test]
+    fn a_task_that_asks_when_prefers_the_match_that_says_when() {
+        let conn = open();
+        add(
+            &conn,
+            "mem_1",
+            "Caroline: our support group is the best support group, a group like no other",
+            "2026-05-01T00:00:00Z",
+            "episodic",
+            "[]",
+        );
+        add(
+            &conn,
+            "mem_2",
+            "Caroline: I went to a support group yesterday, it was great",
+            "2026-05-02T00:00:00Z",
+            "episodic",
+            "[]",
+        );
+        let order = |task: &str| {
+            let q = query(task);
+            let mut pool = Pool::default();
+            let lex = rank(&conn, &q, &crate::retrieve::Terms::of(q.task), &mut pool).expect("rank");
+            ids(&pool, &lex.ranking)
+        };
+        assert_eq!(order("what was the support group like"), ["mem_1", "mem_2"]);
+        assert_eq!(order("when was the support group"), ["mem_2", "mem_1"]);
+        assert!(is_time_stem(&text::stem("yesterday")) && is_time_stem(&text::stem("mondays")));
+        assert!(!is_time_stem(&text::stem("group")));
     }
 
     #[test]
