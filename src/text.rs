@@ -644,6 +644,7 @@ pub fn truncate_chars(s: &str, max_chars: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn every_irregular_form_is_on_one_line_and_finds_the_others() {
@@ -661,8 +662,6 @@ mod tests {
         assert_eq!(irregular_forms("bought").collect::<Vec<_>>(), ["buy"]);
         assert_eq!(irregular_forms("walked").count(), 0);
     }
-
-    use super::*;
 
     #[test]
     fn tokenizes_like_unicode61() {

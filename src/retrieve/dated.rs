@@ -50,8 +50,26 @@ impl Named {
     }
 }
 
-const MONTHS: &str = "january|february|march|april|may|june|july|august|september|october|november|december|\
-                      jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec";
+/// The English month names, in order.
+pub const MONTH_NAMES: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// The month alternatives of the patterns: the names, then their abbreviations.
+fn months() -> String {
+    format!("{}|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec", MONTH_NAMES.join("|"))
+}
 
 /// The month (1–12) a month name or abbreviation stands for.
 fn month_number(name: &str) -> Option<u32> {
@@ -65,17 +83,18 @@ fn patterns() -> &'static [(Form, Regex)] {
     static P: OnceLock<Vec<(Form, Regex)>> = OnceLock::new();
     P.get_or_init(|| {
         let re = |s: String| Regex::new(&s).expect("a valid date pattern");
+        let months = months();
         vec![
             (Form::Iso, re(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b".into())),
             (Form::Dotted, re(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b".into())),
             (Form::Slashed, re(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b".into())),
             (
                 Form::DayMonth,
-                re(format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+({MONTHS})\b\.?(?:,?\s+(\d{{4}})\b)?")),
+                re(format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+({months})\b\.?(?:,?\s+(\d{{4}})\b)?")),
             ),
-            (Form::MonthDay, re(format!(r"(?i)\b({MONTHS})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?"))),
-            (Form::MonthYear, re(format!(r"(?i)\b({MONTHS})\.?,?\s+(\d{{4}})\b"))),
-            (Form::Month, re(format!(r"(?i)\b(?:in|during|since|of|last|this)\s+({MONTHS})\b"))),
+            (Form::MonthDay, re(format!(r"(?i)\b({months})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?"))),
+            (Form::MonthYear, re(format!(r"(?i)\b({months})\.?,?\s+(\d{{4}})\b"))),
+            (Form::Month, re(format!(r"(?i)\b(?:in|during|since|of|last|this)\s+({months})\b"))),
             (Form::Han, re(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号])?".into())),
         ]
     })

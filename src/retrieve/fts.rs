@@ -129,8 +129,7 @@ fn length_prior(rank: Ranking, strength: Vec<f64>, pool: &mut Pool, task: &str) 
 /// What a match that says when gains for a task that asks "when": its strength × (1 + this).
 pub const TIME_WEIGHT: f64 = 0.5;
 
-/// Words that say when something happened (stemmed when first used). "March" and "may" are not on
-/// the list: as words they mostly mean something else.
+/// Words that say when something happened, besides the month names ([`super::dated::MONTH_NAMES`]).
 const TIME_WORDS: &[&str] = &[
     "yesterday",
     "today",
@@ -152,16 +151,6 @@ const TIME_WORDS: &[&str] = &[
     "afternoon",
     "evening",
     "night",
-    "january",
-    "february",
-    "april",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
     "monday",
     "tuesday",
     "wednesday",
@@ -171,10 +160,18 @@ const TIME_WORDS: &[&str] = &[
     "sunday",
 ];
 
-/// True for the stem of a word of [`TIME_WORDS`].
+/// Month names that as words mostly mean something else: not time words.
+const AMBIGUOUS_MONTHS: [&str; 2] = ["march", "may"];
+
+/// True for the stem of a word of [`TIME_WORDS`] or of a month name (stemmed when first used).
 fn is_time_stem(stem: &str) -> bool {
     static STEMS: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
-    STEMS.get_or_init(|| TIME_WORDS.iter().map(|w| text::stem(w)).collect()).contains(stem)
+    STEMS
+        .get_or_init(|| {
+            let months = super::dated::MONTH_NAMES.iter().filter(|m| !AMBIGUOUS_MONTHS.contains(m));
+            TIME_WORDS.iter().chain(months).map(|w| text::stem(w)).collect()
+        })
+        .contains(stem)
 }
 
 /// The time prior's weight for `task`: [`TIME_WEIGHT`] when it asks "when" (the answer is the match
