@@ -15,7 +15,9 @@ staged in a temporary table and copied with one `INSERT … SELECT`; each into a
 Queries: the floor is the plain FTS5 table queried with the OR of the task's words, BM25 order, 200
 rows read: every word (what the issue describes), and the content words only (the stopwords cmp
 drops, read from `src/text.rs`: the floor `examples/bench.rs` uses). Both run right before each cmp
-call, and every profile is timed over the same tasks, none of which its warm-up asked. Prints a markdown table.
+call, and every profile is timed over the same tasks, none of which its warm-up asked. A session turn
+is also timed paired with the same call without a session (both on every task, in alternating order),
+the measure the issue's session target names. Prints markdown tables.
 `/usr/bin/python3` is used because the default pyenv build cannot load extensions.
 """
 import argparse
@@ -227,7 +229,27 @@ def main():
                 cm.append(e - d)
             f1, f2, m = (statistics.median(x) * 1e3 for x in (every, content, cm))
             print(f"| {name} | {m:.2f} | {f1:.2f} | {m / f1:.2f} | {f2:.2f} | {m / f2:.2f} |", flush=True)
+        paired_session(c, tasks)
         c.close()
+
+
+def paired_session(c, tasks):
+    """A session turn against the same call without a session, the two run back to back on every
+    task, in alternating order (so neither always finds the other's pages cached), under the same
+    load: the issue's "a session turn ≤ 1.1× the same call without one"."""
+    ctx = "SELECT cmp_context(?, NULL, NULL, ?, ?)"
+    c.execute("SELECT cmp_session_reset('speed-check-paired')").fetchall()
+    times = {None: [], "speed-check-paired": []}
+    for k, t in enumerate(tasks):
+        order = [None, "speed-check-paired"] if k % 2 == 0 else ["speed-check-paired", None]
+        for session in order:
+            a = time.perf_counter()
+            c.execute(ctx, (t, session, NOW)).fetchall()
+            times[session].append(time.perf_counter() - a)
+    plain, turn = (statistics.median(times[s]) * 1e3 for s in (None, "speed-check-paired"))
+    print("\n| paired, generic | session turn: p50 ms | the same call without a session: p50 ms | × |")
+    print("|---|---|---|---|")
+    print(f"| every task, alternating order | {turn:.2f} | {plain:.2f} | {turn / plain:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -78,27 +78,43 @@ fn claim(item: &Item) -> Claim {
     Claim { set, len: words.len(), neg: negated(&item.content), conflict: item.conflict }
 }
 
+impl Claim {
+    /// Whether this claim can fold with any other at all.
+    fn foldable(&self) -> bool {
+        !self.conflict && self.len >= FOLD_MIN_WORDS
+    }
+}
+
 fn folds(a: &Claim, b: &Claim) -> bool {
-    !a.conflict
-        && !b.conflict
-        && a.len >= FOLD_MIN_WORDS
-        && b.len >= FOLD_MIN_WORDS
-        && a.neg == b.neg
-        && text::jaccard(&a.set, &b.set) >= FOLD_JACCARD
+    if !a.foldable() || !b.foldable() || a.neg != b.neg {
+        return false;
+    }
+    // Jaccard is at most the smaller set's size over the larger's: sets too unequal in size are
+    // apart without comparing their words.
+    let (small, large) = (a.set.len().min(b.set.len()), a.set.len().max(b.set.len()));
+    (small as f64) >= FOLD_JACCARD * large as f64 && text::jaccard(&a.set, &b.set) >= FOLD_JACCARD
 }
 
 /// Groups `members` (indexes into `items`, already sorted most useful first) into fold groups; the
-/// first index of each group is its survivor.
+/// first index of each group is its survivor: a member joins the first group, in the order the
+/// groups were opened, whose survivor it folds with.
 pub fn groups(items: &[Item], members: &[usize]) -> Vec<Vec<usize>> {
     let claims: Vec<Claim> = members.iter().map(|&i| claim(&items[i])).collect();
-    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (claim index of survivor, members)
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    // (claim index of the survivor, its group) of the groups a later member can join, in order.
+    let mut open: Vec<(usize, usize)> = Vec::new();
     for (ci, &i) in members.iter().enumerate() {
-        match groups.iter_mut().find(|(s, _)| folds(&claims[*s], &claims[ci])) {
-            Some((_, g)) => g.push(i),
-            None => groups.push((ci, vec![i])),
+        let c = &claims[ci];
+        if let Some(&(_, g)) = c.foldable().then(|| open.iter().find(|(s, _)| folds(&claims[*s], c))).flatten() {
+            groups[g].push(i);
+            continue;
         }
+        if c.foldable() {
+            open.push((ci, groups.len()));
+        }
+        groups.push(vec![i]);
     }
-    groups.into_iter().map(|g| g.1).collect()
+    groups
 }
 
 #[cfg(test)]
