@@ -105,14 +105,17 @@ pub fn groups(items: &[Item], members: &[usize]) -> Vec<Vec<usize>> {
     let mut open: Vec<(usize, usize)> = Vec::new();
     for (ci, &i) in members.iter().enumerate() {
         let c = &claims[ci];
-        if let Some(&(_, g)) = c.foldable().then(|| open.iter().find(|(s, _)| folds(&claims[*s], c))).flatten() {
-            groups[g].push(i);
+        if !c.foldable() {
+            groups.push(vec![i]);
             continue;
         }
-        if c.foldable() {
-            open.push((ci, groups.len()));
+        match open.iter().find(|(s, _)| folds(&claims[*s], c)) {
+            Some(&(_, g)) => groups[g].push(i),
+            None => {
+                open.push((ci, groups.len()));
+                groups.push(vec![i]);
+            }
         }
-        groups.push(vec![i]);
     }
     groups
 }
@@ -158,6 +161,50 @@ mod tests {
         // Members in usefulness order: 3 first, so 3 survives and absorbs 0 and 2.
         assert_eq!(groups(&items, &[3, 1, 0, 2]), vec![vec![3, 0, 2], vec![1]]);
         assert_eq!(groups(&items, &[]), Vec::<Vec<usize>>::new());
+    }
+
+    /// The grouping without pruning: each member against every survivor, in order.
+    fn groups_unpruned(items: &[Item], members: &[usize]) -> Vec<Vec<usize>> {
+        let claims: Vec<Claim> = members.iter().map(|&i| claim(&items[i])).collect();
+        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (ci, &i) in members.iter().enumerate() {
+            let c = &claims[ci];
+            let fold = |a: &Claim| {
+                a.foldable() && c.foldable() && a.neg == c.neg && text::jaccard(&a.set, &c.set) >= FOLD_JACCARD
+            };
+            match groups.iter_mut().find(|(s, _)| fold(&claims[*s])) {
+                Some((_, g)) => g.push(i),
+                None => groups.push((ci, vec![i])),
+            }
+        }
+        groups.into_iter().map(|g| g.1).collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Skipping claims that cannot fold and sets too unequal in size changes no group.
+        #[test]
+        fn pruning_changes_no_group(
+            texts in proptest::collection::vec(
+                (proptest::collection::vec(0usize..9, 1..12), proptest::bool::weighted(0.1), proptest::bool::weighted(0.2)),
+                0..24,
+            ),
+        ) {
+            const WORDS: [&str; 9] = ["atlas", "launch", "moved", "friday", "review", "budget", "offsite", "euros", "team"];
+            let items: Vec<Item> = texts
+                .iter()
+                .map(|(ws, conflict, neg)| {
+                    let mut t: Vec<&str> = ws.iter().map(|&w| WORDS[w]).collect();
+                    if *neg {
+                        t.push("not");
+                    }
+                    Item { conflict: *conflict, ..fact(&t.join(" ")) }
+                })
+                .collect();
+            let members: Vec<usize> = (0..items.len()).collect();
+            proptest::prop_assert_eq!(groups(&items, &members), groups_unpruned(&items, &members));
+        }
     }
 
     #[test]
