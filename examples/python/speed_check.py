@@ -238,15 +238,15 @@ def paired_session(c, tasks):
     task, in alternating order (so neither always finds the other's pages cached), under the same
     load: the issue's "a session turn ≤ 1.1× the same call without one"."""
     ctx = "SELECT cmp_context(?, NULL, NULL, ?, ?)"
-    c.execute("SELECT cmp_session_reset('speed-check-paired')").fetchall()
-    times = {None: [], "speed-check-paired": []}
+    sid = "speed-check-paired"
+    c.execute("SELECT cmp_session_reset(?)", (sid,)).fetchall()
+    times = {None: [], sid: []}
     for k, t in enumerate(tasks):
-        order = [None, "speed-check-paired"] if k % 2 == 0 else ["speed-check-paired", None]
-        for session in order:
+        for session in ([None, sid] if k % 2 == 0 else [sid, None]):
             a = time.perf_counter()
             c.execute(ctx, (t, session, NOW)).fetchall()
             times[session].append(time.perf_counter() - a)
-    plain, turn = (statistics.median(times[s]) * 1e3 for s in (None, "speed-check-paired"))
+    plain, turn = (statistics.median(times[s]) * 1e3 for s in (None, sid))
     print("\n| paired, generic | session turn: p50 ms | the same call without a session: p50 ms | × |")
     print("|---|---|---|---|")
     print(f"| every task, alternating order | {turn:.2f} | {plain:.2f} | {turn / plain:.2f} |", flush=True)
