@@ -98,6 +98,17 @@ impl Counter {
         cached(enc, text, || pieces::count(enc, text, |p| bpe.encode(p).len()))
     }
 
+    /// Tokens of `parts` written one after another. When every junction is one no piece crosses
+    /// ([`pieces::splits_between`]) this is the sum of the parts' counts, each cached on its own, so a
+    /// text that differs from one call to the next only in a number costs lookups, not a count;
+    /// otherwise it is the whole's count.
+    pub fn count_parts(self, parts: &[&str]) -> usize {
+        if parts.windows(2).all(|w| pieces::splits_between(w[0], w[1])) {
+            return parts.iter().map(|p| self.count(p)).sum();
+        }
+        self.count(&parts.concat())
+    }
+
     /// Tokens of `text`, or any number above `cap` when it has more: a text far longer than any
     /// budget is only counted on a prefix.
     pub fn count_capped(self, text: &str, cap: usize) -> usize {
@@ -263,6 +274,21 @@ mod tests {
                 assert!(text.starts_with(t.trim_end_matches('…')));
             }
             assert_eq!(c.truncate("short", 50), "short");
+        }
+    }
+
+    #[test]
+    fn parts_count_as_their_whole() {
+        let cases: [&[&str]; 4] = [
+            &["\"layer\":\"facts\",\"relevance\":", "0.512114", ",\"relevance_basis\":\"rrf\",\"why\":null},\n"],
+            &["\"relevance\":", "1", "}"],
+            &["a ", "5", "b"],
+            &["x  ", "1"],
+        ];
+        for parts in cases {
+            for c in [Counter::O200k, Counter::Cl100k, Counter::Estimate] {
+                assert_eq!(c.count_parts(parts), c.count(&parts.concat()), "{c:?} {parts:?}");
+            }
         }
     }
 

@@ -120,12 +120,12 @@ mod ascii {
     fn is_prefix(b: u8) -> bool {
         b != b'\r' && b != b'\n' && !b.is_ascii_alphanumeric()
     }
-    fn run(b: &[u8], from: usize, class: fn(u8) -> bool) -> usize {
+    fn run(b: &[u8], from: usize, class: impl Fn(u8) -> bool) -> usize {
         run_upto(b, from, class, usize::MAX)
     }
     /// [`run`], counting at most `max` bytes (a long run of digits is cut every three: reading the
     /// whole run for each cut made counting quadratic in its length).
-    fn run_upto(b: &[u8], from: usize, class: fn(u8) -> bool, max: usize) -> usize {
+    fn run_upto(b: &[u8], from: usize, class: impl Fn(u8) -> bool, max: usize) -> usize {
         b[from..].iter().take(max).take_while(|&&c| c.is_ascii() && class(c)).count()
     }
 
@@ -349,6 +349,20 @@ fn with_seen<T>(enc: Encoding, f: impl FnOnce(&mut Seen) -> T) -> T {
     })
 }
 
+/// Whether `left` followed by `right` splits into `left`'s pieces, then `right`'s, in both encodings,
+/// so that the whole's count is the sum of theirs: true when one side of the junction is an ASCII
+/// digit and the other is neither a number (`\p{N}`) nor white space. In both patterns a piece that
+/// holds a number character holds nothing else, so no piece crosses the junction; and the pieces
+/// before it are matched the same without what follows, since only the white-space branches look
+/// past a piece (`\s+(?!\S)`, `\s+$`) and neither side is white space.
+pub fn splits_between(left: &str, right: &str) -> bool {
+    let (Some(a), Some(b)) = (left.chars().next_back(), right.chars().next()) else {
+        return false;
+    };
+    let other = |c: char| !c.is_numeric() && !c.is_whitespace();
+    (a.is_ascii_digit() && other(b)) || (other(a) && b.is_ascii_digit())
+}
+
 /// The tokens of `text`: the sum over its pieces (`encode` counts a piece not met before).
 pub fn count(enc: Encoding, text: &str, encode: impl Fn(&str) -> usize) -> usize {
     with_seen(enc, |seen| {
@@ -445,6 +459,25 @@ mod tests {
     }
 
     #[test]
+    fn only_a_digit_beside_a_word_or_a_sign_splits() {
+        for (l, r, want) in [
+            ("\"relevance\":", "0.53", true),
+            ("0.53", ",\"why\":null}", true),
+            ("mem_", "00af", true),
+            ("12", "34", false),
+            ("a ", "5", false),
+            ("5", " a", false),
+            ("5", "\u{b2}", false),
+            ("", "5", false),
+            ("a", "b", false),
+        ] {
+            assert_eq!(splits_between(l, r), want, "{l:?} {r:?}");
+        }
+        // White space before a digit is where a split would go wrong (`"x  1"` in cl100k_base).
+        assert_ne!(full(Encoding::Cl100k, "x  ") + full(Encoding::Cl100k, "1"), full(Encoding::Cl100k, "x  1"));
+    }
+
+    #[test]
     fn long_pieces_are_counted_without_being_kept() {
         let word = "x".repeat(100_000);
         let text = format!("a {word} b {word}");
@@ -498,6 +531,26 @@ mod tests {
             let bytes = bpe.decode_bytes(&all[..room.min(all.len())]).unwrap();
             let valid = std::str::from_utf8(&bytes).map_or_else(|e| e.valid_up_to(), str::len);
             prop_assert_eq!(got.as_str(), std::str::from_utf8(&bytes[..valid]).unwrap());
+        }
+
+        #[test]
+        fn a_split_junction_adds_the_counts(
+            left in mixed(),
+            right in mixed(),
+            digit_left in any::<bool>(),
+            beside in proptest::sample::select(vec!["", " ", "  ", "\t\t", "\n", "\u{a0}\u{a0}", "a", "'", ".", ":\"", "\u{b2}", "7", "中"]),
+        ) {
+            let (left, right) = if digit_left {
+                (format!("{left}4"), format!("{beside}{right}"))
+            } else {
+                (format!("{left}{beside}"), format!("4{right}"))
+            };
+            let whole = format!("{left}{right}");
+            if splits_between(&left, &right) {
+                for enc in [Encoding::O200k, Encoding::Cl100k] {
+                    prop_assert_eq!(full(enc, &left) + full(enc, &right), full(enc, &whole), "{:?}", enc);
+                }
+            }
         }
 
         #[test]
