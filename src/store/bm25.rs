@@ -323,6 +323,18 @@ unsafe fn row_length(
     Ok(f64::from(n))
 }
 
+/// FTS5's k1 and b, or, in a build with the `eval-knobs` feature (evaluation only), `CMP_BM25_K1` and
+/// `CMP_BM25_B` from the environment (read once).
+fn params() -> (f64, f64) {
+    #[cfg(feature = "eval-knobs")]
+    {
+        static P: OnceLock<(f64, f64)> = OnceLock::new();
+        *P.get_or_init(|| (crate::retrieve::knob("CMP_BM25_K1", 1.2), crate::retrieve::knob("CMP_BM25_B", 0.75)))
+    }
+    #[cfg(not(feature = "eval-knobs"))]
+    (1.2, 0.75)
+}
+
 /// The score of the current row (`fts5Bm25Function` in FTS5's source, same operations in the same
 /// order): −Σ idf × f × (k1 + 1) / (f + k1 × (1 − b + b × D / avgdl)).
 unsafe fn score(
@@ -331,8 +343,7 @@ unsafe fn score(
     sh: &Shared,
     index: Option<usize>,
 ) -> Result<f64, c_int> {
-    const K1: f64 = 1.2;
-    const B: f64 = 0.75;
+    let (k1, b) = params();
     let data = &mut *query_data(api, fts, sh, index)?;
     data.freq.iter_mut().for_each(|f| *f = 0.0);
     let mut n_inst: c_int = 0;
@@ -348,7 +359,7 @@ unsafe fn score(
     let d = row_length(api, fts, sh, data.kept)?;
     let mut s = 0.0;
     for (idf, f) in data.idf.iter().zip(&data.freq) {
-        s += idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * d / data.avgdl)));
+        s += idf * ((f * (k1 + 1.0)) / (f + k1 * (1.0 - b + b * d / data.avgdl)));
     }
     // `-1.0 * score` in FTS5: the same bits.
     Ok(-s)
