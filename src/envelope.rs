@@ -133,32 +133,45 @@ struct ItemRest<'a> {
     layer: &'static str,
     relevance: Option<f64>,
     relevance_basis: Option<&'static str>,
-    why: Value,
+    why: Why<'a>,
     source_url: Option<&'a str>,
     confidence: Option<f64>,
     occurred_at: Option<&'a str>,
     entities: &'a [String],
 }
 
-/// The `why` object: provenance with `audit`, else only what changes how to read the item (null
-/// when nothing does).
-fn why_of(it: &Item, compressed: Option<Compression>, folded: &[String], audit: bool) -> Value {
-    let mut why = Map::new();
-    if audit {
-        why.insert("retrievers".into(), json!(it.retrievers));
-        why.insert("matched_terms".into(), json!(it.matched_terms));
-        why.insert("fused_rank".into(), json!(it.fused_rank));
-    }
-    if !folded.is_empty() {
-        why.insert("folded_refs".into(), json!(folded));
-    }
-    if let Some(c) = compressed {
-        why.insert("compressed".into(), json!(c.name()));
-    }
-    if why.is_empty() {
-        Value::Null
-    } else {
-        Value::Object(why)
+/// The `why` object of an envelope item: its full provenance with `audit`, else only what changes
+/// how to read the item (null when nothing does). Serialised as it is, without a `Value`.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Why<'a> {
+    Full(FullWhy<'a>),
+    Reading(Option<ReadingWhy<'a>>),
+}
+
+/// [`Why`] without `audit`: what was folded into the item and how it was shortened.
+#[derive(serde::Serialize)]
+struct ReadingWhy<'a> {
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    folded_refs: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compressed: Option<Compression>,
+}
+
+impl<'a> Why<'a> {
+    fn of(it: &'a Item, compressed: Option<Compression>, folded: &'a [String], audit: bool) -> Self {
+        if audit {
+            return Why::Full(FullWhy {
+                retrievers: &it.retrievers,
+                matched_terms: &it.matched_terms,
+                fused_rank: it.fused_rank,
+                folded_refs: folded,
+                compressed,
+            });
+        }
+        Why::Reading(
+            (!folded.is_empty() || compressed.is_some()).then_some(ReadingWhy { folded_refs: folded, compressed }),
+        )
     }
 }
 
@@ -184,7 +197,7 @@ struct MemoryObject<'a> {
     entities: &'a [String],
 }
 
-/// [`why_of`] with `audit`: never empty, so always an object.
+/// [`Why`] with `audit`: never empty, so always an object.
 #[derive(serde::Serialize)]
 struct FullWhy<'a> {
     retrievers: &'a [&'static str],
@@ -283,6 +296,17 @@ fn around_relevance(text: &str) -> Option<(&str, &str, &str)> {
     let at = rest.get(..rest.len().min(32))?.find(KEY)? + KEY.len() + (text.len() - rest.len());
     let len = text[at..].bytes().take_while(|b| b.is_ascii_digit() || b".eE+-".contains(b)).count();
     (len > 0).then(|| (&text[..at], &text[at..at + len], &text[at + len..]))
+}
+
+/// `open`, then `value` as a JSON string, then a comma: an item's ref and content lines, written in
+/// one buffer (every item is priced several times).
+fn json_field(open: &str, value: &str) -> String {
+    let mut out = Vec::with_capacity(open.len() + value.len() + 3);
+    out.extend_from_slice(open.as_bytes());
+    // Writing a string into a Vec cannot fail, and serde_json writes valid UTF-8.
+    let _ = serde_json::to_writer(&mut out, value);
+    out.push(b',');
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Lowercase hex.
@@ -451,7 +475,7 @@ impl Layout {
             layer: it.layer.name(),
             relevance: round_num(it.relevance),
             relevance_basis: it.basis,
-            why: why_of(it, v.compressed, v.folded, self.audit()),
+            why: Why::of(it, v.compressed, v.folded, self.audit()),
             source_url: it.source_url.as_deref(),
             confidence: round_num(it.confidence),
             occurred_at: it.occurred_at.as_deref(),
@@ -460,8 +484,7 @@ impl Layout {
         .unwrap_or_default();
         // The rest's own opening brace is the one the ref unit opens.
         rest.remove(0);
-        let quoted = |t: &str| serde_json::to_string(t).unwrap_or_default();
-        vec![format!("{{\"ref\":{},", quoted(&it.r#ref)), format!("\"content\":{},", quoted(v.content)), rest]
+        vec![json_field("{\"ref\":", &it.r#ref), json_field("\"content\":", v.content), rest]
     }
 
     /// The session delta's entry for a new item.
@@ -898,6 +921,27 @@ pub const RESERVE_SLACK: usize = 8;
 mod tests {
     use super::*;
 
+    /// The `why` object built as a `Value`, field by field: what [`Why`] must serialise to.
+    fn why_of(it: &Item, compressed: Option<Compression>, folded: &[String], audit: bool) -> Value {
+        let mut why = Map::new();
+        if audit {
+            why.insert("retrievers".into(), json!(it.retrievers));
+            why.insert("matched_terms".into(), json!(it.matched_terms));
+            why.insert("fused_rank".into(), json!(it.fused_rank));
+        }
+        if !folded.is_empty() {
+            why.insert("folded_refs".into(), json!(folded));
+        }
+        if let Some(c) = compressed {
+            why.insert("compressed".into(), json!(c.name()));
+        }
+        if why.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(why)
+        }
+    }
+
     /// A MemoryObject built as a `Value`, field by field: what [`MemoryObject`] must serialise to.
     fn object_as_value(p: &Packed) -> Value {
         let it = &p.item;
@@ -940,6 +984,7 @@ mod tests {
         for p in [
             packed(&plain, None, Vec::new()),
             packed(&full, Some(Compression::Head), vec!["mem_b".into()]),
+            packed(&full, None, vec!["mem_c".into(), "mem_d".into()]),
             packed(
                 &Item { relevance: None, confidence: Some(-1e-9), ..full.clone() },
                 Some(Compression::Truncated),
@@ -964,7 +1009,7 @@ mod tests {
                     layer: it.layer.name(),
                     relevance: round_num(it.relevance),
                     relevance_basis: it.basis,
-                    why: why.clone(),
+                    why: Why::of(it, p.compressed, &p.folded_refs, audit),
                     source_url: it.source_url.as_deref(),
                     confidence: round_num(it.confidence),
                     occurred_at: it.occurred_at.as_deref(),
