@@ -12,6 +12,8 @@
 //! Counts are cached per thread by text hash (randomly keyed per process): the same memory is counted once, not on every call
 //! (or every packing round) that considers it. A text not seen before is counted piece by piece
 //! ([`pieces`]): its words are looked up, and only a piece no text had before is byte-pair encoded.
+//! A text that differs from call to call only in a number is counted as parts cut around it
+//! ([`Counter::count_parts`]), each cached on its own.
 
 mod bpe;
 mod pieces;
