@@ -430,14 +430,16 @@ impl Layout {
     /// Tokens of `text` followed by `end`: one count, or for an item's last unit the sum of its
     /// parts' (see [`around_relevance`]).
     fn unit_ending(&self, text: &str, end: &str) -> usize {
-        let (head, text) = around_relevance(text).map_or(([""; 2], text), |(a, b, c)| ([a, b], c));
-        let mut s = String::with_capacity(text.len() + end.len());
-        s.push_str(text);
-        s.push_str(end);
-        if head[0].is_empty() {
-            return self.counter.count(&s);
+        let ending = |t: &str| {
+            let mut s = String::with_capacity(t.len() + end.len());
+            s.push_str(t);
+            s.push_str(end);
+            s
+        };
+        match around_relevance(text) {
+            Some((head, number, rest)) => self.counter.count_parts(&[head, number, &ending(rest)]),
+            None => self.counter.count(&ending(text)),
         }
-        self.counter.count_parts(&[head[0], head[1], &s])
     }
 
     /// The day markdown files an item under: "2023-05-08", the start of its time when that is a
