@@ -71,11 +71,41 @@ struct Claim {
 }
 
 fn claim(item: &Item) -> Claim {
-    let words = normalise(&item.content);
-    let mut set: Vec<u64> = words.iter().map(|w| text::fnv1a(w.as_bytes())).collect();
+    let (mut set, len, neg) = plain_claim(&item.content).unwrap_or_else(|| {
+        let words = normalise(&item.content);
+        let hashes = words.iter().map(|w| text::fnv1a(w.as_bytes())).collect();
+        (hashes, words.len(), negated(&item.content))
+    });
     set.sort_unstable();
     set.dedup();
-    Claim { set, len: words.len(), neg: negated(&item.content), conflict: item.conflict }
+    Claim { set, len, neg, conflict: item.conflict }
+}
+
+/// [`normalise`]'s word hashes, their number and [`negated`] of an ASCII text that holds no colon, no
+/// `@` and no `www.` (most memories), in one pass over its words: such a text has no URL, address or
+/// label to remove, so its normalised words are its words less a lead-in. None for any other text.
+fn plain_claim(s: &str) -> Option<(Vec<u64>, usize, bool)> {
+    let b = s.as_bytes();
+    let has = |pat: &[u8]| b.windows(pat.len()).any(|w| w.eq_ignore_ascii_case(pat));
+    if !s.is_ascii() || b.iter().any(|&c| c == b':' || c == b'@') || has(b"www.") {
+        return None;
+    }
+    let longest_lead = LEAD_INS.iter().map(|l| l.len()).max().unwrap_or(0);
+    let (mut first, mut neg) = (Vec::new(), has(b"n't"));
+    let mut hashes = text::map_words(s, |w| {
+        if first.len() < longest_lead {
+            first.push(w.to_string());
+        }
+        neg |= NEGATIONS.contains(&w);
+        text::fnv1a(w.as_bytes())
+    });
+    if let Some(lead) =
+        LEAD_INS.iter().find(|l| hashes.len() > l.len() && first.iter().zip(l.iter()).all(|(a, b)| a == b))
+    {
+        hashes.drain(..lead.len());
+    }
+    let len = hashes.len();
+    Some((hashes, len, neg))
 }
 
 impl Claim {
@@ -204,6 +234,35 @@ mod tests {
                 .collect();
             let members: Vec<usize> = (0..items.len()).collect();
             proptest::prop_assert_eq!(groups(&items, &members), groups_unpruned(&items, &members));
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// The one-pass claim of a plain ASCII text is the claim [`normalise`] and [`negated`] give.
+        #[test]
+        fn a_plain_claim_is_the_normalised_one(
+            words in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "We", "we", "decided", "agreed", "that", "It", "was", "note", "Remember", "FYI", "fyi",
+                    "not", "NEVER", "don't", "DON'T", "won’t", "atlas", "Friday,", "ships", "x.y", "a@b.c",
+                    "https://x.y", "WWW.site", "Decision:", "label:", "café", "v2", "--", "no.", "ok!",
+                ]),
+                0..12,
+            ),
+            sep in proptest::sample::select(vec![" ", "  ", "\n", " \t"]),
+        ) {
+            let s = words.join(sep);
+            if let Some((mut set, len, neg)) = plain_claim(&s) {
+                let want = normalise(&s);
+                let mut want_set: Vec<u64> = want.iter().map(|w| text::fnv1a(w.as_bytes())).collect();
+                want_set.sort_unstable();
+                want_set.dedup();
+                set.sort_unstable();
+                set.dedup();
+                proptest::prop_assert_eq!((set, len, neg), (want_set, want.len(), negated(&s)));
+            }
         }
     }
 
