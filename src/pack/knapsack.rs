@@ -49,6 +49,8 @@ struct Taken {
     lens: Vec<usize>,
     /// Words each admitted set shares with the set being scored (all zero between calls).
     shared: Vec<u32>,
+    /// The admitted sets that share a word with the set being scored (empty between calls).
+    touched: Vec<u32>,
 }
 
 impl Taken {
@@ -64,17 +66,16 @@ impl Taken {
 
     /// The highest [`text::jaccard`] of `set` with an admitted set; 0 when there is none.
     fn max_jaccard(&mut self, set: &[u64]) -> f64 {
-        let mut touched: Vec<u32> = Vec::new();
         for w in set {
             for &k in self.by_word.get(w).map_or(&[][..], Vec::as_slice) {
                 if self.shared[k as usize] == 0 {
-                    touched.push(k);
+                    self.touched.push(k);
                 }
                 self.shared[k as usize] += 1;
             }
         }
         let mut best = 0.0f64;
-        for k in touched {
+        for k in self.touched.drain(..) {
             let inter = std::mem::take(&mut self.shared[k as usize]) as usize;
             best = best.max(inter as f64 / (self.lens[k as usize] + set.len() - inter) as f64);
         }
@@ -153,6 +154,14 @@ impl<'a> Sequence<'a> {
         self.sets[i].get_or_insert_with(|| text::word_set(&items[i].content))
     }
 
+    /// `f` of item `i`'s word set and the sequence (the set is lent out, not copied).
+    fn with_set<T>(&mut self, i: usize, f: impl FnOnce(&mut Self, &[u64]) -> T) -> T {
+        let set = self.sets[i].take().unwrap_or_else(|| text::word_set(&self.items[i].content));
+        let out = f(self, &set);
+        self.sets[i] = Some(set);
+        out
+    }
+
     /// Plans an item when it first reaches the head of its queue: items never reached cost nothing.
     fn ensure(&mut self, i: usize) {
         if self.entries[i].is_some() {
@@ -178,15 +187,16 @@ impl<'a> Sequence<'a> {
     /// A newly admitted item: fix its upgrade density, and lower the value of waiting items that
     /// repeat it (only queue heads can be admitted next; the others catch up when they get there).
     fn admitted(&mut self, idx: usize) {
-        let set = self.set(idx).to_vec();
-        let heads: Vec<usize> = self.queues.iter().filter_map(|q| q.front().copied()).filter(|&j| j != idx).collect();
-        for j in heads {
-            let sim = text::jaccard(&set, self.set(j));
-            if let Some(e) = self.entries[j].as_mut() {
-                e.max_sim = e.max_sim.max(sim);
+        self.with_set(idx, |seq, set| {
+            for l in 0..seq.queues.len() {
+                let Some(j) = seq.queues[l].front().copied().filter(|&j| j != idx) else { continue };
+                let sim = text::jaccard(set, seq.set(j));
+                if let Some(e) = seq.entries[j].as_mut() {
+                    e.max_sim = e.max_sim.max(sim);
+                }
             }
-        }
-        self.taken.push(&set);
+            seq.taken.push(set);
+        });
         let Some(e) = self.entries[idx].as_mut() else { return };
         let full_left: usize = e.upgrades.iter().map(|s| s.cost).sum();
         let m = 1.0 - MMR_PENALTY * e.max_sim;
@@ -198,8 +208,7 @@ impl<'a> Sequence<'a> {
 
     /// Brings a waiting item up to date with everything admitted before it became a queue head.
     fn refresh(&mut self, j: usize) {
-        let own = self.set(j).to_vec();
-        let sim = self.taken.max_jaccard(&own);
+        let sim = self.with_set(j, |seq, own| seq.taken.max_jaccard(own));
         if let Some(e) = self.entries[j].as_mut() {
             e.max_sim = e.max_sim.max(sim);
         }
