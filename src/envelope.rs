@@ -291,11 +291,28 @@ pub fn canonical(model: &str, pack: &Pack, pending: usize) -> (String, String) {
 /// in a later call costs lookups instead of a count (on a large store these units were half of the
 /// texts a call counted). None for any other text.
 fn around_relevance(text: &str) -> Option<(&str, &str, &str)> {
-    const KEY: &str = "\"relevance\":";
-    let rest = text.strip_prefix("\"layer\":\"")?;
-    let at = rest.get(..rest.len().min(32))?.find(KEY)? + KEY.len() + (text.len() - rest.len());
+    const OPEN: &str = "\"layer\":\"";
+    const KEY: &str = "\",\"relevance\":";
+    // A layer's name holds no quote: the first one ends it.
+    let name = text.strip_prefix(OPEN)?.find('"')?;
+    let at = OPEN.len() + name + KEY.len();
+    if text.get(OPEN.len() + name..at) != Some(KEY) {
+        return None;
+    }
     let len = text[at..].bytes().take_while(|b| b.is_ascii_digit() || b".eE+-".contains(b)).count();
     (len > 0).then(|| (&text[..at], &text[at..at + len], &text[at + len..]))
+}
+
+/// The rest of an item's fields cut where its `occurred_at` value starts (a digit, when it is a
+/// date): the fields before it (basis, `why`, source, confidence) are the same for many items of a
+/// call, and the date with the entities after it is the same for an item in every call, so each
+/// part is mostly found counted. None when there is no such value.
+fn at_date(rest: &str) -> Option<(&str, &str)> {
+    const KEY: &[u8] = b"\"occurred_at\":\"";
+    // Searched from the end, where the key is (only the entities follow it), a quote at a time.
+    let b = rest.as_bytes();
+    let at = (KEY.len()..=b.len()).rev().find(|&i| b[i - 1] == b'"' && b[..i].ends_with(KEY))?;
+    b.get(at).is_some_and(u8::is_ascii_digit).then(|| rest.split_at(at))
 }
 
 /// `open`, then `value` as a JSON string, then a comma: an item's ref and content lines, written in
@@ -436,9 +453,13 @@ impl Layout {
             s.push_str(end);
             s
         };
-        match around_relevance(text) {
-            Some((head, number, rest)) => self.counter.count_parts(&[head, number, &ending(rest)]),
-            None => self.counter.count(&ending(text)),
+        let Some((head, number, rest)) = around_relevance(text) else {
+            return self.counter.count(&ending(text));
+        };
+        let rest = ending(rest);
+        match at_date(&rest) {
+            Some((fields, date)) => self.counter.count_parts(&[head, number, fields, date]),
+            None => self.counter.count_parts(&[head, number, &rest]),
         }
     }
 
@@ -1143,9 +1164,16 @@ mod tests {
         assert_eq!((a.len(), b, &c[..2]), (unit.find("0.5").unwrap(), "0.512114", ",\""));
         assert_eq!(around_relevance("\"layer\":\"facts\",\"relevance\":null,"), None);
         assert_eq!(around_relevance("\"content\":\"\\\"relevance\\\":5\","), None);
+        let dated = "\"layer\":\"facts\",\"relevance\":0.5,\"why\":null,\"occurred_at\":\"2023-05-08T13:56:00Z\",\"entities\":[]}";
+        let (fields, date) = at_date(dated).expect("a dated item's fields");
+        assert_eq!((fields.len(), &date[..4]), (dated.find("2023").unwrap(), "2023"));
+        assert_eq!(at_date("\"occurred_at\":null,\"entities\":[]}"), None);
+        assert_eq!(at_date("\"occurred_at\":\"yesterday\"}"), None);
         for counter in [Counter::O200k, Counter::Cl100k, Counter::Estimate] {
             let layout = Layout { format: Format::Smp, counter, audit: false, legend: Legend::Compact, session: false };
-            assert_eq!(layout.unit_ending(unit, ",\n"), counter.count(&format!("{unit},\n")), "{counter:?}");
+            for u in [unit, dated] {
+                assert_eq!(layout.unit_ending(u, ",\n"), counter.count(&format!("{u},\n")), "{counter:?}");
+            }
         }
     }
 
@@ -1155,8 +1183,11 @@ mod tests {
             text in proptest::collection::vec(proptest::sample::select(
                 vec!["\":", "\"", ":", "0", "7", "12", ".", "e", "-", " ", "  ", "\n", ",", "a", "Ab", "'s", "中", "\u{a0}", "²"]), 0..40),
             layer in proptest::sample::select(vec!["", "\"layer\":\"facts\",\"relevance\":"]),
+            date in proptest::sample::select(vec!["", "\"occurred_at\":\""]),
+            tail in proptest::collection::vec(proptest::sample::select(
+                vec!["\"", "0", "2023", "-", "T", "Z", " ", "\n", ",", "a", "中", "²"]), 0..8),
         ) {
-            let text = format!("{layer}{}", text.concat());
+            let text = format!("{layer}{}{date}{}", text.concat(), tail.concat());
             for counter in [Counter::O200k, Counter::Cl100k] {
                 let layout = Layout { format: Format::Smp, counter, audit: false, legend: Legend::Compact, session: false };
                 proptest::prop_assert_eq!(layout.unit_ending(&text, ",\n"), counter.count(&format!("{text},\n")));
