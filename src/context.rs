@@ -280,7 +280,7 @@ pub fn reserve(
         budget: 99_999,
         used: 0,
         items_used: 0,
-        excluded: g.items.first().cloned().into_iter().collect(),
+        excluded: if g.items.is_empty() { Vec::new() } else { vec![0] },
         deduped: 99_999,
         intent: g.intent,
     };

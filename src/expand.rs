@@ -6,7 +6,7 @@ use crate::cursor;
 use crate::envelope::memory_object;
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::pack::{Item, Layer};
+use crate::pack::Layer;
 use crate::query::whole;
 use crate::retrieve::Query;
 use crate::store;
@@ -109,14 +109,13 @@ pub fn pack_page(conn: &Connection, p: &Value, o: &Options) -> Result<Value> {
     let opts = context::with_layout(opts, p["layout"].as_str().unwrap_or(""));
     let req = Request { task, model, budget: Some(budget), options: &opts };
     let built = context::build(conn, &req)?;
-    let excluded: Vec<Item> = built.pack.excluded;
+    let excluded = &built.pack.excluded;
     let end = (offset + PAGE).min(excluded.len());
     let items: Vec<Value> = excluded
         .iter()
         .skip(offset)
         .take(end.saturating_sub(offset))
-        .cloned()
-        .map(|i| memory_object(&whole(i)))
+        .map(|&i| memory_object(&whole(built.gathered.items[i].clone())))
         .collect();
     let has_more = end < excluded.len();
     let cursor = if has_more {

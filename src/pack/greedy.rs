@@ -30,8 +30,9 @@ pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
         |_| Vec::new(),
         |i| utility(&items[i], prior(items[i].layer), &p.profile),
     );
-    let packed: std::collections::HashSet<&str> = items_out.iter().map(|x| x.item.r#ref.as_str()).collect();
-    let excluded = items.iter().filter(|it| !packed.contains(it.r#ref.as_str())).cloned().collect();
+    let mut packed = vec![false; items.len()];
+    packed_idx.iter().for_each(|&i| packed[i] = true);
+    let excluded = (0..items.len()).filter(|&i| !packed[i]).collect();
     Pack {
         items: items_out,
         budget: p.budget,
@@ -139,7 +140,7 @@ mod tests {
         ];
         let p = pack(&items, params(GENERIC, 2 * (3 + Words::FRAMING)));
         assert_eq!(refs(&p), vec!["f0", "f1"]);
-        assert_eq!(p.excluded.iter().map(|i| i.r#ref.as_str()).collect::<Vec<_>>(), vec!["f2"]);
+        assert_eq!(p.excluded.iter().map(|&i| items[i].r#ref.as_str()).collect::<Vec<_>>(), vec!["f2"]);
     }
 
     #[test]

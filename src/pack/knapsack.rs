@@ -313,9 +313,9 @@ pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
 
     let mut packed_idx: Vec<usize> = (0..items.len()).filter(|&i| prefix.state[i].is_some()).collect();
     packed_idx.sort_by(|a, b| items[*a].layer.cmp(&items[*b].layer).then_with(|| by_util(a, b)));
-    let mut excluded: Vec<Item> =
-        by_value.iter().filter(|&&i| !gone[i] && prefix.state[i].is_none()).map(|&i| items[i].clone()).collect();
-    excluded.extend(items.iter().filter(|it| prior(it.layer) == 0.0).cloned());
+    let mut excluded: Vec<usize> =
+        by_value.iter().copied().filter(|&i| !gone[i] && prefix.state[i].is_none()).collect();
+    excluded.extend((0..items.len()).filter(|&i| prior(items[i].layer) == 0.0));
     let out = collect(items, &mut prefix.state, &packed_idx, |i| folded.remove(&i).unwrap_or_default(), |i| util[i]);
     Pack {
         items: out,
@@ -349,7 +349,7 @@ mod tests {
         ];
         let p = pack(&items, params(claude(), 20 + Words::FRAMING));
         assert_eq!(refs(&p), vec!["strong"]);
-        assert_eq!(p.excluded[0].r#ref, "weak");
+        assert_eq!(items[p.excluded[0]].r#ref, "weak");
     }
 
     #[test]
@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(p.deduped, 1);
         let best = p.items.iter().find(|x| x.item.r#ref == "best").expect("the survivor is packed");
         assert_eq!(best.folded_refs, vec!["dup".to_string()]);
-        assert!(!refs(&p).contains(&"dup") && !p.excluded.iter().any(|i| i.r#ref == "dup"));
+        assert!(!refs(&p).contains(&"dup") && !p.excluded.iter().any(|&i| items[i].r#ref == "dup"));
     }
 
     #[test]

@@ -146,8 +146,9 @@ pub struct Pack {
     /// `distinct_facts_per_1k_tokens` is measured against. It does not depend on the reserve, whose
     /// pack cursor carries a tag keyed per database.
     pub items_used: usize,
-    /// Eligible candidates left out, most useful first (the pack cursor pages through these).
-    pub excluded: Vec<Item>,
+    /// Eligible candidates left out, most useful first (the pack cursor pages through these), as
+    /// indexes into the candidates the pack was made from: a call that only counts them copies none.
+    pub excluded: Vec<usize>,
     /// Near-duplicates folded into survivors.
     pub deduped: usize,
     /// The detected intent.
