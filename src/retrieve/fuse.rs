@@ -146,7 +146,8 @@ pub fn candidates(mut pool: Pool, r: &Rankings, terms: &[String], weights: &[f64
     out
 }
 
-/// RRF constant.
+/// RRF constant: the classic 60. A larger one (flatter fusion) gained on LoCoMo at 2000 tokens and
+/// lost on realtalk-dev at 1000, a smaller one lost on both (BENCHMARKS.md, "Tried in session 22").
 pub const RRF_K: f64 = 60.0;
 
 /// One fused entry: the index of the item in the caller's pool, its fused score normalised to
@@ -167,9 +168,11 @@ pub fn rrf<K: Ord>(rankings: &[&[usize]], tiebreak: impl Fn(usize) -> K) -> Vec<
     rrf_weighted(rankings, &weights, tiebreak)
 }
 
-/// [`rrf`] with a weight per ranking: Σ weight/(k + rank).
+/// [`rrf`] with a weight per ranking: Σ weight/(k + rank), k = [`RRF_K`] (or, in a build with the
+/// `eval-knobs` feature, `CMP_RRF_K` from the environment).
 pub fn rrf_weighted<K: Ord>(rankings: &[&[usize]], weights: &[f64], tiebreak: impl Fn(usize) -> K) -> Vec<Fused> {
     let active: f64 = rankings.iter().zip(weights).filter(|(r, _)| !r.is_empty()).map(|(_, w)| *w).sum();
+    let rrf_k = super::knob("CMP_RRF_K", RRF_K);
     if active == 0.0 {
         return Vec::new();
     }
@@ -183,11 +186,11 @@ pub fn rrf_weighted<K: Ord>(rankings: &[&[usize]], weights: &[f64], tiebreak: im
                 order.push(item);
                 0.0
             });
-            *s += w / (RRF_K + pos as f64 + 1.0);
+            *s += w / (rrf_k + pos as f64 + 1.0);
         }
     }
     let mut v: Vec<(usize, f64)> = order.into_iter().map(|i| (i, score[i].unwrap_or_default())).collect();
-    let best = active / (RRF_K + 1.0);
+    let best = active / (rrf_k + 1.0);
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| tiebreak(a.0).cmp(&tiebreak(b.0))));
     // Relevance is the fused score rescaled over this candidate list (best 1, weakest 0): RRF scores
     // are flat (rank 1 and rank 100 differ by less than 3x), and the packer weighs relevance against
