@@ -22,7 +22,6 @@ import shutil
 import sqlite3
 import statistics
 import tempfile
-import time
 
 import speed_check
 
@@ -32,16 +31,6 @@ CONFLICT = ["TRIGGER cmp_memories_bi_conflict"]
 TRIGGERS = CONFLICT + ["TRIGGER cmp_memories_ai", "TRIGGER cmp_memories_ai_id"]
 INDEXES = TRIGGERS + ["INDEX cmp_memories_scope_time", "INDEX cmp_memories_rules",
                       "INDEX cmp_memories_superseded_by"]
-# The columns and defaults of cmp_memories (sql/schema.sql), without the unique id index.
-BARE = """CREATE TABLE m(id TEXT DEFAULT ('mem_' || lower(hex(randomblob(6)))), content TEXT NOT NULL,
-  summary TEXT, kind TEXT NOT NULL DEFAULT 'semantic' CHECK (kind IN ('semantic','episodic','style',
-  'decision','preference','negative','procedural')), occurred_at TEXT, captured_at TEXT NOT NULL
-  DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')), source_url TEXT, confidence REAL, trust REAL
-  DEFAULT 0.5, entities TEXT, superseded_by TEXT, superseded_at TEXT, conflict INTEGER NOT NULL
-  DEFAULT 0, redacted INTEGER NOT NULL DEFAULT 0, scope TEXT NOT NULL DEFAULT 'default', embedding
-  BLOB, rid INTEGER PRIMARY KEY)"""
-
-
 def cmp_without(drops):
     def setup(c):
         c.execute("SELECT cmp_init()").fetchall()
@@ -52,6 +41,16 @@ def cmp_without(drops):
 
 def ddl(sql):
     return lambda c: c.execute(sql)
+
+
+def bare_rows(c):
+    """A table `m` with cmp_memories' columns, defaults and checks as `cmp_init()` creates them, its
+    `id` not unique: nothing but the rows."""
+    c.execute("SELECT cmp_init()").fetchall()
+    (sql,) = c.execute("SELECT sql FROM sqlite_master WHERE name = 'cmp_memories'").fetchone()
+    bare = sql.replace("CREATE TABLE cmp_memories(", "CREATE TABLE m(", 1).replace(" UNIQUE ", " ", 1)
+    assert bare != sql and "UNIQUE" not in bare, "cmp_memories' definition changed: update bare_rows"
+    c.execute(bare)
 
 
 def content_only(rs):
@@ -66,7 +65,7 @@ VARIANTS = {
     "- conflict trigger": (cmp_without(CONFLICT), CMP_INSERT, list),
     "- insert triggers": (cmp_without(TRIGGERS), CMP_INSERT, list),
     "- secondary indexes": (cmp_without(INDEXES), CMP_INSERT, list),
-    "16 columns, no index": (ddl(BARE), f"INSERT INTO m{COLUMNS} VALUES (?, ?, ?, ?)", list),
+    "16 columns, no index": (bare_rows, f"INSERT INTO m{COLUMNS} VALUES (?, ?, ?, ?)", list),
     "one text column": (ddl("CREATE TABLE t(content TEXT)"), "INSERT INTO t(content) VALUES (?)",
                         content_only),
 }
@@ -76,7 +75,6 @@ def load(rs, args, setup, statement):
     """Rows per second of one `executemany` in one transaction into a fresh database."""
     tmp = tempfile.mkdtemp(prefix="cmp-insert-")
     try:
-        args.wal = True
         c = speed_check.connect(os.path.join(tmp, "x.db"), args)
         setup(c)
         secs = speed_check.timed(c, lambda: c.executemany(statement, rs))
@@ -93,7 +91,7 @@ def main():
     ap.add_argument("--cache-mb", type=int, default=0)
     ap.add_argument("--lib", default=speed_check.LIB)
     args = ap.parse_args()
-    args.synchronous = None
+    args.wal, args.synchronous = True, None
     rs = speed_check.rows(args.rows)
     rates = {name: [] for name in VARIANTS}
     for _ in range(args.rounds):

@@ -172,10 +172,10 @@ pub fn rrf<K: Ord>(rankings: &[&[usize]], tiebreak: impl Fn(usize) -> K) -> Vec<
 /// `eval-knobs` feature, `CMP_RRF_K` from the environment).
 pub fn rrf_weighted<K: Ord>(rankings: &[&[usize]], weights: &[f64], tiebreak: impl Fn(usize) -> K) -> Vec<Fused> {
     let active: f64 = rankings.iter().zip(weights).filter(|(r, _)| !r.is_empty()).map(|(_, w)| *w).sum();
-    let rrf_k = super::knob("CMP_RRF_K", RRF_K);
     if active == 0.0 {
         return Vec::new();
     }
+    let rrf_k = super::knob("CMP_RRF_K", RRF_K);
     // Items are small pool indexes: a score per index, and the items in the order first seen.
     let size = rankings.iter().flat_map(|r| r.iter()).max().map_or(0, |m| m + 1);
     let mut score: Vec<Option<f64>> = vec![None; size];
