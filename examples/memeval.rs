@@ -28,6 +28,11 @@
 //! - **What the model reads, at B real tokens.** Every output is counted with OpenAI's o200k_base.
 //!   cmp's SMP and markdown packs against the baseline rendered as a plain markdown list
 //!   (`- [ref] content`, one line per memory) filled while the list fits B.
+//! - **What the model can read of the evidence.** A turn counts above when the pack holds it at any
+//!   rung; a knapsack pack may show only its head sentence ("Melanie: Thanks, Caroline!"). So each
+//!   pack is also scored by the evidence it shows in full, and by the answer's words: of the content
+//!   words of the dataset's answer that its evidence turns hold, the share the pack's shown text
+//!   holds (the plain lists show every line in full).
 //! - **What word matching can reach.** The evidence that shares a stemmed search word with the
 //!   question, a speaker's name aside (every message of a speaker names them): the turn recall of
 //!   a pack holding all of it is the ceiling of a retriever that finds by words; each system's
@@ -128,6 +133,8 @@ struct Question {
     text: String,
     category: u8,
     evidence: Vec<String>,
+    /// The dataset's answer (empty when it gives none).
+    answer: String,
 }
 
 #[derive(Debug, Clone)]
@@ -257,7 +264,12 @@ fn questions(qa: &Value, known: &HashSet<String>, stats: &mut Stats) -> Vec<Ques
             stats.questions_without_evidence += 1;
             continue;
         }
-        out.push(Question { text: text.to_string(), category: category as u8, evidence });
+        let answer = match &q["answer"] {
+            Value::String(a) => a.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        out.push(Question { text: text.to_string(), category: category as u8, evidence, answer });
     }
     out
 }
@@ -451,6 +463,9 @@ fn plain_list(c: &Conversation, ranking: &[usize], budget: usize) -> Vec<usize> 
 
 struct Pack {
     refs: Vec<usize>,
+    /// What the pack shows of each packed turn (parallel to `refs`): a head sentence, a cut or the
+    /// whole text.
+    shown: Vec<String>,
     content: usize,
     used: usize,
     real: usize,
@@ -477,7 +492,12 @@ fn call(store: &Store, task: &str, model: &str, budget: i64, opts: &str) -> Res<
         // markdown: "model X · used/tokens tokens (counter) · ...", items as "[ref · date] content".
         for l in text.lines() {
             if let Some(r) = l.strip_prefix('[').and_then(|x| x.split([' ', ']']).next()) {
-                items.push((r.to_string(), String::new()));
+                let shown = l.split_once("] ").map_or("", |x| x.1);
+                items.push((r.to_string(), shown.to_string()));
+            } else if let Some(last) = items.last_mut().filter(|_| !l.starts_with('#') && !l.starts_with("```")) {
+                // A memory's further lines.
+                last.1.push('\n');
+                last.1.push_str(l);
             }
         }
         let line = text.lines().nth(1).unwrap_or("");
@@ -492,12 +512,46 @@ fn call(store: &Store, task: &str, model: &str, budget: i64, opts: &str) -> Res<
             let _ = writeln!(f, "{text}");
         }
     }
-    let refs: Vec<usize> = items.iter().filter_map(|(r, _)| store.by_id.get(r).copied()).collect();
-    let content = items.iter().map(|(_, c)| content_cost(c)).sum();
-    Ok(Pack { refs, content, used, real: o200k(&text), counted_by })
+    let known: Vec<(usize, String)> =
+        items.iter().filter_map(|(r, c)| store.by_id.get(r).map(|&i| (i, c.clone()))).collect();
+    let (refs, shown) = known.into_iter().unzip();
+    let content = if text.starts_with('{') { items.iter().map(|(_, c)| content_cost(c)).sum() } else { 0 };
+    Ok(Pack { refs, shown, content, used, real: o200k(&text), counted_by })
 }
 
 // ---------------------------------------------------------------------------------------- metrics
+
+/// The stemmed words of `s` that carry content (stopwords dropped; numbers kept).
+fn content_stems(s: &str) -> HashSet<String> {
+    cmp::text::words(s).iter().filter(|w| !cmp::text::is_stopword(w)).map(|w| cmp::text::stem(w)).collect()
+}
+
+/// The packed turns whose whole text the pack shows (`shown` parallel to `refs`): every content word
+/// of the turn is in what is shown of it. A head sentence or a cut of a longer turn is not.
+fn shown_in_full(c: &Conversation, refs: &[usize], shown: &[String]) -> Vec<usize> {
+    refs.iter()
+        .zip(shown)
+        .filter(|(&i, s)| content_stems(&c.turns[i].content).is_subset(&content_stems(s)))
+        .map(|(&i, _)| i)
+        .collect()
+}
+
+/// The share of a question's answer words that the pack's shown text holds, over the answer words its
+/// evidence turns hold (the words a model could read there); None when the evidence holds none of
+/// them (an answer worked out from dates, or worded apart from the messages).
+fn answer_shown(c: &Conversation, q: &Question, shown: &[impl AsRef<str>]) -> Option<f64> {
+    let answer = content_stems(&q.answer);
+    let ev: HashSet<&str> = q.evidence.iter().map(String::as_str).collect();
+    let mut findable: HashSet<String> = HashSet::new();
+    for t in c.turns.iter().filter(|t| ev.contains(t.dia.as_str())) {
+        findable.extend(content_stems(&t.content).intersection(&answer).cloned());
+    }
+    if findable.is_empty() {
+        return None;
+    }
+    let seen: HashSet<String> = shown.iter().flat_map(|s| content_stems(s.as_ref())).collect();
+    Some(findable.intersection(&seen).count() as f64 / findable.len() as f64)
+}
 
 /// Recall sums for one system over questions: (turn, session, n).
 #[derive(Debug, Default, Clone, Copy)]
@@ -541,9 +595,22 @@ impl Acc {
 struct Cell {
     /// system → per category (0..5) accumulators.
     acc: BTreeMap<&'static str, [Acc; 5]>,
+    /// system → (sum of [`answer_shown`] shares, questions it counts), categories 1–4.
+    answers: BTreeMap<&'static str, (f64, usize)>,
 }
 
 impl Cell {
+    fn add_answer(&mut self, sys: &'static str, cat: u8, share: Option<f64>) {
+        if let (Some(x), true) = (share, (1..=4).contains(&cat)) {
+            let e = self.answers.entry(sys).or_default();
+            e.0 += x;
+            e.1 += 1;
+        }
+    }
+    /// Percentage of answer words shown, and the questions counted.
+    fn answer_pct(&self, sys: &str) -> (f64, usize) {
+        self.answers.get(sys).map_or((0.0, 0), |&(x, n)| (100.0 * x / n.max(1) as f64, n))
+    }
     fn add(&mut self, sys: &'static str, cat: u8, c: &Conversation, q: &Question, pack: &[usize], tokens: usize) {
         self.acc.entry(sys).or_default()[(cat - 1) as usize].add(c, q, pack, tokens);
     }
@@ -675,8 +742,17 @@ fn run() -> Res<()> {
                         cell.add("word ceiling", q.category, c, q, &reachable.iter().copied().collect::<Vec<_>>(), 0);
                         cell.add("cmp by words", q.category, c, q, &by_words(&smp.refs), 0);
                         cell.add("bm25@C by words", q.category, c, q, &by_words(&base_c), 0);
-                        cell.add("bm25 list", q.category, c, q, &plain_list(c, &bm25, b as usize), b as usize);
-                        cell.add("search list", q.category, c, q, &plain_list(c, &search, b as usize), b as usize);
+                        let (bm25_list, own_list) =
+                            (plain_list(c, &bm25, b as usize), plain_list(c, &search, b as usize));
+                        cell.add("bm25 list", q.category, c, q, &bm25_list, b as usize);
+                        cell.add("search list", q.category, c, q, &own_list, b as usize);
+                        cell.add("cmp smp full", q.category, c, q, &shown_in_full(c, &smp.refs, &smp.shown), 0);
+                        cell.add("cmp md full", q.category, c, q, &shown_in_full(c, &md.refs, &md.shown), 0);
+                        let texts = |v: &[usize]| v.iter().map(|&i| c.turns[i].content.as_str()).collect::<Vec<_>>();
+                        cell.add_answer("cmp smp", q.category, answer_shown(c, q, &smp.shown));
+                        cell.add_answer("cmp md", q.category, answer_shown(c, q, &md.shown));
+                        cell.add_answer("bm25 list", q.category, answer_shown(c, q, &texts(&bm25_list)));
+                        cell.add_answer("search list", q.category, answer_shown(c, q, &texts(&own_list)));
                         let hits = |v: &[usize]| {
                             let s: HashSet<&str> = v.iter().map(|&i| c.turns[i].dia.as_str()).collect();
                             q.evidence.iter().filter(|e| s.contains(e.as_str())).count()
@@ -741,6 +817,32 @@ fn report(a: &Args, cells: &BTreeMap<(String, String, i64), Cell>, checks: &Chec
                     smp.pct() - list.pct(),
                     smp.mean_tokens(),
                     md.mean_tokens()
+                );
+            }
+        }
+        println!("\n### {ds}: what the model can read of the evidence (o200k_base, at the budget; categories 1–4)\n");
+        println!("Turn recall counts a turn packed at any rung; \"in full\" only a turn whose whole text is shown");
+        println!("(a plain list shows every line in full). Answer words: of the answer's content words that its");
+        println!("evidence turns hold, the share the pack's shown text holds (questions where the evidence holds none skipped).\n");
+        println!("| profile | budget | SMP: turns / in full | markdown: turns / in full | plain BM25 list | answer words: SMP | markdown | plain BM25 list | plain own-ranking list | questions |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
+        for p in &a.profiles {
+            for &b in &a.budgets {
+                let Some(cell) = cells.get(&(ds.clone(), p.clone(), b)) else { continue };
+                let pct = |s: &str| cell.overall(s).pct();
+                let ans = |s: &str| cell.answer_pct(s).0;
+                println!(
+                    "| {p} | {b} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
+                    pct("cmp smp"),
+                    pct("cmp smp full"),
+                    pct("cmp md"),
+                    pct("cmp md full"),
+                    pct("bm25 list"),
+                    ans("cmp smp"),
+                    ans("cmp md"),
+                    ans("bm25 list"),
+                    ans("search list"),
+                    cell.answer_pct("bm25 list").1
                 );
             }
         }

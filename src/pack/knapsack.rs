@@ -6,21 +6,45 @@
 //! what a greedy fill of cmp's own ranking would.
 //!
 //! The ladder is part of the sequence: an item with a shorter rung (summary, head sentence, or a cut
-//! of a very long text) is admitted at that rung, carrying [`SHORT_RUNG_VALUE`] of its utility, and
+//! of a very long text) is admitted at that rung, carrying a share of its utility ([`rung_share`]:
+//! the share of the text a short text's head sentence shows, [`SHORT_RUNG_VALUE`] otherwise), and
 //! grows back to its full text through upgrade steps that compete on their own density. The pack is
 //! the longest prefix of the sequence that fits the budget: compress, don't drop, and budget
 //! monotonicity holds exactly. The memory the prefix stopped at enters the room left at its first
 //! ladder rung that fits, or truncated, as in the generic packer.
 
-use super::{collect, floor_plan, fold, plan, take_prefix, utility, Item, Layer, Pack, Params, Step};
+use super::{
+    collect, floor_plan, fold, plan, take_prefix, utility, Compression, Item, Layer, Pack, Params, Step,
+    MAX_STEP_TOKENS,
+};
 use crate::text;
 use std::collections::{HashMap, VecDeque};
 
 /// MMR redundancy penalty: utility × (1 − MMR_PENALTY × max Jaccard with items already taken).
 pub const MMR_PENALTY: f64 = 0.35;
-/// Share of an item's utility its shortest rung is taken to carry: a head sentence or a summary
-/// usually states the claim; the rest adds detail.
+/// Share of an item's utility its shortest rung is taken to carry when it is a stored summary or the
+/// first rung of a text longer than one step: a summary states the claim; the rest adds detail. (A
+/// short text's head sentence carries the share of the text it shows, [`rung_share`].)
 pub const SHORT_RUNG_VALUE: f64 = 0.6;
+
+/// Share of an item's utility its admission step carries when the item can still grow. A head
+/// sentence of a text that fits one step ([`MAX_STEP_TOKENS`]: a chat message, a note) carries the
+/// share of the text's tokens it shows: which part of a short text holds what a task needs is
+/// unknown, a message's first sentence is often only its greeting ("Thanks, Caroline!"), and a head
+/// sentence no denser than its text lets a strong match grow before a weaker one's first sentence
+/// enters. A stored summary, and the first rung of a longer text, carry [`SHORT_RUNG_VALUE`]: a
+/// summary is written to state the claim, and a long text's growth must not hold back the rest.
+fn rung_share(item: &Item, admit: &Step, p: &Params<'_>) -> f64 {
+    let fixed = crate::retrieve::knob("CMP_SHORT_RUNG", SHORT_RUNG_VALUE);
+    let full = p.meter.content_tokens(&item.content);
+    if admit.compressed != Some(Compression::Head)
+        || full > MAX_STEP_TOKENS
+        || crate::retrieve::knob("CMP_HEAD_SHARE", 1.0) == 0.0
+    {
+        return fixed;
+    }
+    (p.meter.content_tokens(&admit.content) as f64 / full.max(1) as f64).min(1.0)
+}
 
 struct Entry {
     util: f64,
@@ -134,7 +158,7 @@ impl<'a> Sequence<'a> {
                 seq.queues[it.layer as usize].push_back(i);
                 continue;
             };
-            let share = if fl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
+            let share = if fl.upgrades.is_empty() { 1.0 } else { rung_share(it, &fl.admit, &p) };
             seq.first = Some(fl.admit);
             seq.entries[i] = Some(Entry {
                 util: util[i],
@@ -170,7 +194,7 @@ impl<'a> Sequence<'a> {
         let no_folds = Vec::new();
         let f = self.folded.get(&i).unwrap_or(&no_folds);
         let pl = plan(i, &self.items[i], &self.p, true, f);
-        let share = if pl.upgrades.is_empty() { 1.0 } else { SHORT_RUNG_VALUE };
+        let share = if pl.upgrades.is_empty() { 1.0 } else { rung_share(&self.items[i], &pl.admit, &self.p) };
         let full = pl.admit.compressed.is_none();
         self.entries[i] = Some(Entry {
             util: self.util[i],
@@ -332,7 +356,6 @@ pub fn pack(items: &[Item], p: Params<'_>) -> Pack {
 mod tests {
     use super::super::testing::{in_layer, item, params, refs, words, Words};
     use super::*;
-    use crate::pack::Compression;
     use crate::profile;
     use proptest::prelude::*;
 
@@ -399,6 +422,25 @@ mod tests {
         );
         let roomy = pack(&items, params(claude(), 1000));
         assert_eq!((roomy.items[0].content.as_str(), roomy.items[0].compressed), (text.as_str(), None));
+    }
+
+    #[test]
+    fn a_strong_match_grows_before_a_weaker_ones_first_sentence_enters() {
+        // A chat message's first sentence is often its greeting; a head sentence is worth the share
+        // of the text it shows, so it is no denser than the text it cuts.
+        let strong = format!("Thanks, Caroline! {}", words("s", 30));
+        let items = vec![
+            Item { relevance: Some(0.9), ..item("strong", &strong) },
+            Item { relevance: Some(0.5), ..item("weak", &format!("Hey Mel! {}", words("w", 30))) },
+        ];
+        // Room for the strong text (32 + 3) and not also the weak head sentence (2 + 3).
+        let p = pack(&items, params(claude(), 38));
+        assert_eq!(refs(&p), vec!["strong"]);
+        assert_eq!((p.items[0].content.as_str(), p.items[0].compressed), (strong.as_str(), None));
+        // With room for both, the weak one enters at its head sentence.
+        let p = pack(&items, params(claude(), 40));
+        assert_eq!(refs(&p), vec!["strong", "weak"]);
+        assert_eq!(p.items[1].compressed, Some(Compression::Head));
     }
 
     proptest! {
