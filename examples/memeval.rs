@@ -773,120 +773,116 @@ fn run() -> Res<()> {
     Ok(())
 }
 
+/// `row` of each (profile, budget) cell of dataset `ds` that ran, in the order of the arguments.
+fn rows(a: &Args, cells: &BTreeMap<(String, String, i64), Cell>, ds: &str, mut row: impl FnMut(&str, i64, &Cell)) {
+    for p in &a.profiles {
+        for &b in &a.budgets {
+            if let Some(cell) = cells.get(&(ds.to_string(), p.clone(), b)) {
+                row(p, b, cell);
+            }
+        }
+    }
+}
+
 fn report(a: &Args, cells: &BTreeMap<(String, String, i64), Cell>, checks: &Checks) {
     for ds in &a.datasets {
         println!("\n### {ds}: selection at equal content tokens (categories 1–4, turn recall %)\n");
         println!("| profile | budget | content C | cmp | BM25 fill to C | own ranking fill to C | cmp − BM25 | cmp − own | cmp session | BM25 session |");
         println!("|---|---|---|---|---|---|---|---|---|---|");
-        for p in &a.profiles {
-            for &b in &a.budgets {
-                let Some(cell) = cells.get(&(ds.clone(), p.clone(), b)) else { continue };
-                let (s, base, own) = (cell.overall("cmp"), cell.overall("bm25@C"), cell.overall("search@C"));
-                println!(
-                    "| {p} | {b} | {:.0} | {:.1} | {:.1} | {:.1} | {:+.1} | {:+.1} | {:.1} | {:.1} |",
-                    s.mean_tokens(),
-                    s.pct(),
-                    base.pct(),
-                    own.pct(),
-                    s.pct() - base.pct(),
-                    s.pct() - own.pct(),
-                    s.spct(),
-                    base.spct()
-                );
-            }
-        }
+        rows(a, cells, ds, |p, b, cell| {
+            let (s, base, own) = (cell.overall("cmp"), cell.overall("bm25@C"), cell.overall("search@C"));
+            println!(
+                "| {p} | {b} | {:.0} | {:.1} | {:.1} | {:.1} | {:+.1} | {:+.1} | {:.1} | {:.1} |",
+                s.mean_tokens(),
+                s.pct(),
+                base.pct(),
+                own.pct(),
+                s.pct() - base.pct(),
+                s.pct() - own.pct(),
+                s.spct(),
+                base.spct()
+            );
+        });
         println!("\n### {ds}: what the model reads, at the budget in real tokens (o200k_base; turn recall %)\n");
         println!("| profile | budget | cmp SMP | cmp markdown | plain BM25 list | plain own-ranking list | markdown − list | SMP − list | SMP tokens | markdown tokens |");
         println!("|---|---|---|---|---|---|---|---|---|---|");
-        for p in &a.profiles {
-            for &b in &a.budgets {
-                let Some(cell) = cells.get(&(ds.clone(), p.clone(), b)) else { continue };
-                let (smp, md, list, own) = (
-                    cell.overall("cmp smp"),
-                    cell.overall("cmp md"),
-                    cell.overall("bm25 list"),
-                    cell.overall("search list"),
-                );
-                println!(
-                    "| {p} | {b} | {:.1} | {:.1} | {:.1} | {:.1} | {:+.1} | {:+.1} | {:.0} | {:.0} |",
-                    smp.pct(),
-                    md.pct(),
-                    list.pct(),
-                    own.pct(),
-                    md.pct() - list.pct(),
-                    smp.pct() - list.pct(),
-                    smp.mean_tokens(),
-                    md.mean_tokens()
-                );
-            }
-        }
+        rows(a, cells, ds, |p, b, cell| {
+            let (smp, md, list, own) = (
+                cell.overall("cmp smp"),
+                cell.overall("cmp md"),
+                cell.overall("bm25 list"),
+                cell.overall("search list"),
+            );
+            println!(
+                "| {p} | {b} | {:.1} | {:.1} | {:.1} | {:.1} | {:+.1} | {:+.1} | {:.0} | {:.0} |",
+                smp.pct(),
+                md.pct(),
+                list.pct(),
+                own.pct(),
+                md.pct() - list.pct(),
+                smp.pct() - list.pct(),
+                smp.mean_tokens(),
+                md.mean_tokens()
+            );
+        });
         println!("\n### {ds}: what the model can read of the evidence (o200k_base, at the budget; categories 1–4)\n");
         println!("Turn recall counts a turn packed at any rung; \"in full\" only a turn whose whole text is shown");
         println!("(a plain list shows every line in full). Answer words: of the answer's content words that its");
         println!("evidence turns hold, the share the pack's shown text holds (questions where the evidence holds none skipped).\n");
         println!("| profile | budget | SMP: turns / in full | markdown: turns / in full | plain BM25 list | answer words: SMP | markdown | plain BM25 list | plain own-ranking list | questions |");
         println!("|---|---|---|---|---|---|---|---|---|---|");
-        for p in &a.profiles {
-            for &b in &a.budgets {
-                let Some(cell) = cells.get(&(ds.clone(), p.clone(), b)) else { continue };
-                let pct = |s: &str| cell.overall(s).pct();
-                let ans = |s: &str| cell.answer_pct(s).0;
-                println!(
-                    "| {p} | {b} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
-                    pct("cmp smp"),
-                    pct("cmp smp full"),
-                    pct("cmp md"),
-                    pct("cmp md full"),
-                    pct("bm25 list"),
-                    ans("cmp smp"),
-                    ans("cmp md"),
-                    ans("bm25 list"),
-                    ans("search list"),
-                    cell.answer_pct("bm25 list").1
-                );
-            }
-        }
+        rows(a, cells, ds, |p, b, cell| {
+            let pct = |s: &str| cell.overall(s).pct();
+            let ans = |s: &str| cell.answer_pct(s).0;
+            println!(
+                "| {p} | {b} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
+                pct("cmp smp"),
+                pct("cmp smp full"),
+                pct("cmp md"),
+                pct("cmp md full"),
+                pct("bm25 list"),
+                ans("cmp smp"),
+                ans("cmp md"),
+                ans("bm25 list"),
+                ans("search list"),
+                cell.answer_pct("bm25 list").1
+            );
+        });
         println!("\n### {ds}: what word matching can reach (equal content tokens; categories 1–4, turn recall %)\n");
         println!("Evidence that shares a search word with the question, a speaker's name aside (the ceiling of a");
         println!("retriever that finds by words), and each system's recall split into such evidence and the rest.\n");
         println!("| profile | budget | word ceiling | cmp: by words / other | BM25 fill: by words / other | cmp − BM25 by words | cmp − BM25 other |");
         println!("|---|---|---|---|---|---|---|");
-        for p in &a.profiles {
-            for &b in &a.budgets {
-                let Some(cell) = cells.get(&(ds.clone(), p.clone(), b)) else { continue };
-                let (ceil, s, sw, base, bw) = (
-                    cell.overall("word ceiling").pct(),
-                    cell.overall("cmp").pct(),
-                    cell.overall("cmp by words").pct(),
-                    cell.overall("bm25@C").pct(),
-                    cell.overall("bm25@C by words").pct(),
-                );
-                println!(
-                    "| {p} | {b} | {ceil:.1} | {sw:.1} / {:.1} | {bw:.1} / {:.1} | {:+.1} | {:+.1} |",
-                    s - sw,
-                    base - bw,
-                    sw - bw,
-                    (s - sw) - (base - bw)
-                );
-            }
-        }
+        rows(a, cells, ds, |p, b, cell| {
+            let (ceil, s, sw, base, bw) = (
+                cell.overall("word ceiling").pct(),
+                cell.overall("cmp").pct(),
+                cell.overall("cmp by words").pct(),
+                cell.overall("bm25@C").pct(),
+                cell.overall("bm25@C by words").pct(),
+            );
+            println!(
+                "| {p} | {b} | {ceil:.1} | {sw:.1} / {:.1} | {bw:.1} / {:.1} | {:+.1} | {:+.1} |",
+                s - sw,
+                base - bw,
+                sw - bw,
+                (s - sw) - (base - bw)
+            );
+        });
         println!("\n### {ds}: per category (equal content tokens; cmp / BM25 fill, turn recall %)\n");
         let mut head = "| profile | budget |".to_string();
         for c in CATEGORIES {
             head.push_str(&format!(" {c} |"));
         }
         println!("{head}\n|---|---|---|---|---|---|---|");
-        for p in &a.profiles {
-            for &b in &a.budgets {
-                let Some(cell) = cells.get(&(ds.clone(), p.clone(), b)) else { continue };
-                let mut row = format!("| {p} | {b} |");
-                for k in 0..5 {
-                    let (s, base) = (cell.cat("cmp", k), cell.cat("bm25@C", k));
-                    row.push_str(&format!(" {:.1} / {:.1} (n={}) |", s.pct(), base.pct(), s.n));
-                }
-                println!("{row}");
+        rows(a, cells, ds, |p, b, cell| {
+            let mut row = format!("| {p} | {b} |");
+            for k in 0..5 {
+                let (s, base) = (cell.cat("cmp", k), cell.cat("bm25@C", k));
+                row.push_str(&format!(" {:.1} / {:.1} (n={}) |", s.pct(), base.pct(), s.n));
             }
-        }
+            println!("{row}");
+        });
     }
     println!("\n### checks\n");
     println!("- envelopes: {}", checks.envelopes);
