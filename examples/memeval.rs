@@ -515,7 +515,7 @@ fn call(store: &Store, task: &str, model: &str, budget: i64, opts: &str) -> Res<
     let known: Vec<(usize, String)> =
         items.iter().filter_map(|(r, c)| store.by_id.get(r).map(|&i| (i, c.clone()))).collect();
     let (refs, shown) = known.into_iter().unzip();
-    let content = if text.starts_with('{') { items.iter().map(|(_, c)| content_cost(c)).sum() } else { 0 };
+    let content = items.iter().map(|(_, c)| content_cost(c)).sum();
     Ok(Pack { refs, shown, content, used, real: o200k(&text), counted_by })
 }
 

@@ -36,11 +36,11 @@ pub const SHORT_RUNG_VALUE: f64 = 0.6;
 /// summary is written to state the claim, and a long text's growth must not hold back the rest.
 fn rung_share(item: &Item, admit: &Step, p: &Params<'_>) -> f64 {
     let fixed = crate::retrieve::knob("CMP_SHORT_RUNG", SHORT_RUNG_VALUE);
+    if admit.compressed != Some(Compression::Head) || crate::retrieve::knob("CMP_HEAD_SHARE", 1.0) == 0.0 {
+        return fixed;
+    }
     let full = p.meter.content_tokens(&item.content);
-    if admit.compressed != Some(Compression::Head)
-        || full > MAX_STEP_TOKENS
-        || crate::retrieve::knob("CMP_HEAD_SHARE", 1.0) == 0.0
-    {
+    if full > MAX_STEP_TOKENS {
         return fixed;
     }
     (p.meter.content_tokens(&admit.content) as f64 / full.max(1) as f64).min(1.0)
