@@ -52,6 +52,15 @@ pub fn rank(
 /// "Common entities", shows the sweep on LoCoMo and realtalk-dev.
 pub const COMMON_BOOST: f64 = 0.25;
 
+/// The boost instead of [`COMMON_BOOST`] when the strongest full-text match names the entity too:
+/// the text agrees with the name ("What are Kevin's favourite sportsmen?" asked of a chat where
+/// Kevin's own message is the best match), so the entity's other matches count one and a half
+/// times their BM25 strength against matches of the task's words that do not name it. The strongest match keeps its
+/// place: it is boosted as much. When the strongest match does not name the entity (the task may
+/// name the wrong person), the boost stays [`COMMON_BOOST`]. Measured on LoCoMo and realtalk-dev
+/// alike (BENCHMARKS.md, "Common entities").
+pub const COMMON_BOOST_AGREE: f64 = 0.5;
+
 /// Share of the strongest full-text match's strength a match naming a common entity needs for that
 /// entity to vote for it in the fusion (as a selective entity votes for its memories).
 pub const NAMED_VOTE_FLOOR: f64 = 0.6;
@@ -88,12 +97,20 @@ pub fn with_votes(mut ranking: Ranking, lexical: &super::fts::Lexical, named: &[
 }
 
 /// The full-text ranking `fts` (strengths `strength`, parallel to it) reordered with the matches in
-/// `named` strengthened by [`COMMON_BOOST`]; unchanged without strengths or when nothing is named.
-/// Equal strengths keep their order.
+/// `named` strengthened by [`COMMON_BOOST`], or by [`COMMON_BOOST_AGREE`] when the strongest match
+/// is among them; unchanged without strengths or when nothing is named. Equal strengths keep their
+/// order.
 pub fn boost_named(fts: &[usize], strength: &[f64], named: &[usize]) -> Ranking {
     let flagged = if named.is_empty() { None } else { flagged(fts, strength, named) };
     let Some(mut v) = flagged else { return fts.to_vec() };
-    let boost = 1.0 + super::knob("CMP_COMMON_BOOST", COMMON_BOOST);
+    let top = strength.iter().copied().fold(0.0, f64::max);
+    let agrees = v.iter().find(|&&(_, s, _)| s == top).is_some_and(|&(_, _, n)| n);
+    let boost = 1.0
+        + if agrees {
+            super::knob("CMP_BOOST_AGREE", COMMON_BOOST_AGREE)
+        } else {
+            super::knob("CMP_COMMON_BOOST", COMMON_BOOST)
+        };
     for (_, s, n) in &mut v {
         if *n {
             *s *= boost;
@@ -368,6 +385,17 @@ mod tests {
         assert_eq!(boost_named(&fts, &[], &[12]), fts, "no strengths (pair index ranked too): unchanged");
         let tied = [5.0, 5.0, 5.0, 5.0];
         assert_eq!(boost_named(&fts, &tied, &[12]), [12, 10, 11, 13], "equal strengths keep their order");
+    }
+
+    #[test]
+    fn a_common_entity_counts_more_when_the_strongest_match_names_it() {
+        let fts = [10, 11, 12, 13];
+        let strength = [8.0, 4.0, 3.0, 1.0];
+        // The best match names the entity: its other match (3.0 × 1.5) passes 11 (4.0), the best
+        // keeps its place.
+        assert_eq!(boost_named(&fts, &strength, &[10, 12]), [10, 12, 11, 13]);
+        // The same match, with a best match that does not name it: × 1.25 does not pass 4.0.
+        assert_eq!(boost_named(&fts, &strength, &[12]), fts);
     }
 
     #[test]
