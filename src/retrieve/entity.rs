@@ -55,10 +55,10 @@ pub const COMMON_BOOST: f64 = 0.25;
 /// The boost instead of [`COMMON_BOOST`] when the strongest full-text match names the entity too:
 /// the text agrees with the name ("What are Kevin's favourite sportsmen?" asked of a chat where
 /// Kevin's own message is the best match), so the entity's other matches count one and a half
-/// times their BM25 strength against matches of the task's words that do not name it. The strongest match keeps its
-/// place: it is boosted as much. When the strongest match does not name the entity (the task may
-/// name the wrong person), the boost stays [`COMMON_BOOST`]. Measured on LoCoMo and realtalk-dev
-/// alike (BENCHMARKS.md, "Common entities").
+/// times their BM25 strength against matches of the task's words that do not name it. The
+/// strongest match keeps its place: it is boosted as much. When the strongest match does not name
+/// the entity (the task may name the wrong person), the boost stays [`COMMON_BOOST`]. Measured on
+/// LoCoMo and realtalk-dev alike (BENCHMARKS.md, "Common entities").
 pub const COMMON_BOOST_AGREE: f64 = 0.5;
 
 /// Share of the strongest full-text match's strength a match naming a common entity needs for that
