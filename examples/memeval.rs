@@ -157,6 +157,18 @@ fn dated_questions(convs: &[Conversation], per: usize) -> usize {
     n
 }
 
+/// Questions of categories 1–4 among the first `per` of each conversation whose evidence lies in two
+/// or more sessions.
+fn spread_questions(convs: &[Conversation], per: usize) -> usize {
+    let sessions =
+        |q: &Question| q.evidence.iter().filter_map(|e| parse_dia(e).map(|d| d.0)).collect::<HashSet<_>>().len();
+    let mut n = 0;
+    for c in convs {
+        n += c.questions.iter().take(per).filter(|q| (1..=4).contains(&q.category) && sessions(q) >= 2).count();
+    }
+    n
+}
+
 /// Evidence ids read, and what could not be resolved.
 #[derive(Debug, Default)]
 struct Stats {
@@ -669,9 +681,10 @@ fn run() -> Res<()> {
         let take = a.conversations.unwrap_or(convs.len()).min(convs.len());
         let nq: usize = convs[..take].iter().map(|c| a.questions.unwrap_or(usize::MAX).min(c.questions.len())).sum();
         let dated = dated_questions(&convs[..take], a.questions.unwrap_or(usize::MAX));
+        let spread = spread_questions(&convs[..take], a.questions.unwrap_or(usize::MAX));
         println!(
-            "dataset {ds}: {take} conversations, {nq} questions (evidence ids {}: {} unresolvable skipped, {} questions without evidence; {} of categories 1–4 name a day or a month)",
-            stats.ids, stats.skipped, stats.questions_without_evidence, dated
+            "dataset {ds}: {take} conversations, {nq} questions (evidence ids {}: {} unresolvable skipped, {} questions without evidence; {} of categories 1–4 name a day or a month, {} have evidence in two or more sessions)",
+            stats.ids, stats.skipped, stats.questions_without_evidence, dated, spread
         );
         loaded.push((ds.clone(), convs.into_iter().take(take).collect::<Vec<_>>()));
     }
