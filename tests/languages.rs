@@ -81,6 +81,36 @@ fn chinese_words_of_two_characters_match() {
 }
 
 #[test]
+fn a_chinese_question_that_joins_two_facts_finds_both() {
+    // Events, each with its place and a plan to go, a day apart (no two are context of each other);
+    // the question names the place and asks which event is planned: the plan shares with it only
+    // 参加, which every plan holds.
+    let conn = open();
+    let mut ids = Vec::new();
+    let events = [
+        ("设计总监项目启动会", "广东广州"),
+        ("文学创想阅享会", "上海"),
+        ("瑜伽自然之旅", "北京"),
+        ("金融科技精英论坛", "深圳"),
+    ];
+    for (day, (event, city)) in events.iter().enumerate() {
+        for (half, content) in [format!("{event}的地点是{city}。"), format!("我将要参加{event}。")].iter().enumerate()
+        {
+            let at = format!("2026-05-{:02}T10:00:00Z", 1 + 2 * day + half);
+            ids.push(insert_memory(&conn, &Mem { captured_at: at, ..Mem::new(content) }));
+        }
+    }
+    let task = "那个地点是广东广州的活动，我要参加的活动是什么？";
+    let hits = search(&conn, task);
+    assert_eq!(refs(&hits)[..2], ids[..2], "the plan right after the place");
+    assert!(hits[1].retrievers().contains(&"bridge".to_string()), "{:?}", hits[1].why);
+    assert!(!hits[0].retrievers().contains(&"bridge".to_string()), "{:?}", hits[0].why);
+    assert!(context_refs(&context(&conn, task, Some("gpt"))).starts_with(&ids[..2]), "both packed first");
+    // A task in English never bridges.
+    assert!(search(&conn, "which event will I attend").iter().all(|h| !h.retrievers().contains(&"bridge".to_string())));
+}
+
+#[test]
 fn japanese_korean_and_thai_match() {
     let (conn, ids) = store(&[
         "来週の月曜日に東京で会議があります。",

@@ -22,6 +22,9 @@ pub struct Rankings {
     pub named: Ranking,
     /// Context neighbours (relevance-bearing).
     pub context: Ranking,
+    /// Bridges: placed in the full-text ranking right after their anchors ([`super::bridge::place`]),
+    /// not fused again.
+    pub bridge: Ranking,
     /// Memories recorded on a day or in a month the task names (relevance-bearing).
     pub dated: Ranking,
     /// Newest memories (no relevance).
@@ -42,6 +45,7 @@ impl Rankings {
             Retriever::Vector => &self.vector,
             Retriever::Entity => &self.entity,
             Retriever::Context => &self.context,
+            Retriever::Bridge => &self.bridge,
             Retriever::Dated => &self.dated,
             Retriever::Recency => &self.recency,
             Retriever::Constraints => &self.constraints,

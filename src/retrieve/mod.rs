@@ -6,6 +6,7 @@
 //! scope, never a redacted row, never a row superseded at the horizon (`as_of`, else `now`). Rows
 //! captured after the horizon are not yet visible; lexical matches among them are counted as `pending`.
 
+pub mod bridge;
 pub mod context;
 pub mod dated;
 pub mod entity;
@@ -56,6 +57,8 @@ pub enum Retriever {
     Entity,
     /// Memories recorded right around a strong full-text match.
     Context,
+    /// Memories that name what a strong full-text match names and hold a task term it lacks.
+    Bridge,
     /// Memories recorded on a day or in a month the task names.
     Dated,
     /// The newest memories.
@@ -66,11 +69,12 @@ pub enum Retriever {
 
 impl Retriever {
     /// Every retriever, in the order `why.retrievers` lists them.
-    pub const ALL: [Retriever; 7] = [
+    pub const ALL: [Retriever; 8] = [
         Retriever::Fts,
         Retriever::Vector,
         Retriever::Entity,
         Retriever::Context,
+        Retriever::Bridge,
         Retriever::Dated,
         Retriever::Recency,
         Retriever::Constraints,
@@ -83,6 +87,7 @@ impl Retriever {
             Retriever::Vector => "vector",
             Retriever::Entity => "entity",
             Retriever::Context => "context",
+            Retriever::Bridge => "bridge",
             Retriever::Dated => "dated",
             Retriever::Recency => "recency",
             Retriever::Constraints => "constraints",
@@ -328,6 +333,10 @@ pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
     let anchors = early.as_ref().map(|v| interleave(&fts, &v.ranking, CONTEXT_ANCHORS));
     let context = context::rank(conn, q, anchors.as_deref().unwrap_or(&fts), &mut pool)?;
     drop(t);
+    let t = phase("retrieve: bridges");
+    let bridges = bridge::rank(conn, q, &terms, &fts, &mut pool)?;
+    let fts = bridge::place(&fts, &bridges);
+    drop(t);
     let t = phase("retrieve: dated");
     let dated = dated::rank(conn, q, &fts, &mut pool)?;
     drop(t);
@@ -348,6 +357,7 @@ pub fn retrieve(conn: &Connection, q: &Query<'_>) -> Result<Retrieval> {
         entity: entity_ranking,
         named: entities.named,
         context,
+        bridge: bridges.iter().map(|b| b.item).collect(),
         dated,
         recency,
         constraints,
@@ -434,7 +444,7 @@ mod tests {
     #[test]
     fn names_follow_the_documented_order() {
         let names: Vec<&str> = Retriever::ALL.iter().map(|r| r.name()).collect();
-        assert_eq!(names, ["fts", "vector", "entity", "context", "dated", "recency", "constraints"]);
+        assert_eq!(names, ["fts", "vector", "entity", "context", "bridge", "dated", "recency", "constraints"]);
         assert_eq!([Basis::Rrf.name(), Basis::Rank.name(), Basis::Cosine.name()], ["rrf", "rank", "cosine"]);
     }
 
