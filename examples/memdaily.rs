@@ -416,6 +416,32 @@ struct TokenStats {
     o200k: usize,
 }
 
+/// Wall time of each question's two rankings, in seconds (after a store's first question, the
+/// statements are prepared).
+#[derive(Default)]
+struct Times {
+    /// The trigram baseline's FTS5 query.
+    baseline: Vec<f64>,
+    /// `cmp_search` (every retriever and the fusion).
+    search: Vec<f64>,
+}
+
+impl Times {
+    fn report(&mut self, s: &mut String) {
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0) * 1000.0
+        };
+        let (b, c) = (median(&mut self.baseline), median(&mut self.search));
+        let _ = writeln!(
+            s,
+            "\nPer question (median of {}): trigram FTS5 query {b:.3} ms, cmp_search {c:.3} ms ({:.1}x).",
+            self.search.len(),
+            c / b.max(1e-9)
+        );
+    }
+}
+
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
@@ -436,6 +462,7 @@ fn run() -> Res<()> {
     let mut ts = TokenStats { estimate: args.profiles.iter().map(|p| (p.clone(), 0)).collect(), ..Default::default() };
     let mut explain_left = args.explain;
     let mut per_file: Vec<(String, usize, usize)> = Vec::new();
+    let mut times = Times::default();
     for f in &files {
         let t0 = Instant::now();
         let store = build_store(f, &args.profiles, args.embedder.as_deref())?;
@@ -450,8 +477,12 @@ fn run() -> Res<()> {
             }
         }
         for q in &f.questions {
+            let t = Instant::now();
             let base_rank = baseline_ranking(&store, &q.text)?;
+            times.baseline.push(t.elapsed().as_secs_f64());
+            let t = Instant::now();
             let own_rank = search_ranking(&store, &q.text, &f.now)?;
+            times.search.push(t.elapsed().as_secs_f64());
             for (pi, p) in args.profiles.iter().enumerate() {
                 let cost = |i: usize| store.cost[i][pi];
                 for (bi, &budget) in args.budgets.iter().enumerate() {
@@ -571,6 +602,7 @@ fn run() -> Res<()> {
         ts.messages,
         ts.chars as f64 / ts.o200k.max(1) as f64
     );
+    times.report(&mut s);
     let _ = writeln!(s, "\nRun time {:.1}s.", started.elapsed().as_secs_f64());
     print!("{s}");
     if args.smoke && cells.iter().flatten().all(|c| c.n == 0) {
