@@ -416,6 +416,52 @@ struct TokenStats {
     o200k: usize,
 }
 
+/// Hits of the rankings counted per file.
+const TOP: [usize; 2] = [10, 20];
+
+/// One file's questions: the evidence in the first [`TOP`] hits of `cmp_search` and of the trigram
+/// query (summed recall).
+#[derive(Default)]
+struct FileStat {
+    name: String,
+    messages: usize,
+    questions: usize,
+    cmp: [f64; 2],
+    trigram: [f64; 2],
+}
+
+impl FileStat {
+    fn add(&mut self, evidence: &[usize], cmp: &[usize], trigram: &[usize]) {
+        self.questions += 1;
+        for (k, &n) in TOP.iter().enumerate() {
+            self.cmp[k] += recall(evidence, &cmp[..n.min(cmp.len())]);
+            self.trigram[k] += recall(evidence, &trigram[..n.min(trigram.len())]);
+        }
+    }
+
+    fn report(files: &[FileStat], s: &mut String) {
+        let _ =
+            writeln!(s, "\n## Evidence in the first 10 / 20 hits, by file (cmp_search order, trigram BM25 order)\n");
+        let _ = writeln!(
+            s,
+            "| file | questions | cmp_search 10 | trigram 10 | cmp_search 20 | trigram 20 |\n|---|---|---|---|---|---|"
+        );
+        for f in files {
+            let p = |x: f64| 100.0 * x / f.questions.max(1) as f64;
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                f.name,
+                f.questions,
+                p(f.cmp[0]),
+                p(f.trigram[0]),
+                p(f.cmp[1]),
+                p(f.trigram[1])
+            );
+        }
+    }
+}
+
 /// Wall time of each question's two rankings, in seconds (after a store's first question, the
 /// statements are prepared).
 #[derive(Default)]
@@ -461,7 +507,7 @@ fn run() -> Res<()> {
     let mut cells = vec![vec![Cell::default(); nb]; args.profiles.len()];
     let mut ts = TokenStats { estimate: args.profiles.iter().map(|p| (p.clone(), 0)).collect(), ..Default::default() };
     let mut explain_left = args.explain;
-    let mut per_file: Vec<(String, usize, usize)> = Vec::new();
+    let mut per_file: Vec<FileStat> = Vec::new();
     let mut times = Times::default();
     for f in &files {
         let t0 = Instant::now();
@@ -476,6 +522,7 @@ fn run() -> Res<()> {
                 e.1 += store.cost[i][pi] - ITEM_OVERHEAD;
             }
         }
+        let mut stat = FileStat { name: f.name.clone(), messages: f.messages.len(), ..Default::default() };
         for q in &f.questions {
             let t = Instant::now();
             let base_rank = baseline_ranking(&store, &q.text)?;
@@ -483,6 +530,7 @@ fn run() -> Res<()> {
             let t = Instant::now();
             let own_rank = search_ranking(&store, &q.text, &f.now)?;
             times.search.push(t.elapsed().as_secs_f64());
+            stat.add(&q.evidence, &own_rank, &base_rank);
             for (pi, p) in args.profiles.iter().enumerate() {
                 let cost = |i: usize| store.cost[i][pi];
                 for (bi, &budget) in args.budgets.iter().enumerate() {
@@ -530,7 +578,7 @@ fn run() -> Res<()> {
                 }
             }
         }
-        per_file.push((f.name.clone(), f.messages.len(), f.questions.len()));
+        per_file.push(stat);
         eprintln!(
             "memdaily: {} done ({} messages, {} questions) in {:.1}s",
             f.name,
@@ -547,9 +595,9 @@ fn run() -> Res<()> {
         s,
         "{} file(s), {} messages, {} questions ({}).\n",
         files.len(),
-        per_file.iter().map(|f| f.1).sum::<usize>(),
-        per_file.iter().map(|f| f.2).sum::<usize>(),
-        per_file.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", ")
+        per_file.iter().map(|f| f.messages).sum::<usize>(),
+        per_file.iter().map(|f| f.questions).sum::<usize>(),
+        per_file.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
     );
     let _ = writeln!(
         s,
@@ -602,6 +650,7 @@ fn run() -> Res<()> {
         ts.messages,
         ts.chars as f64 / ts.o200k.max(1) as f64
     );
+    FileStat::report(&per_file, &mut s);
     times.report(&mut s);
     let _ = writeln!(s, "\nRun time {:.1}s.", started.elapsed().as_secs_f64());
     print!("{s}");
