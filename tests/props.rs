@@ -1,5 +1,6 @@
 //! Property tests of `cmp_search` over random stores (two scopes, some redacted rows) and arbitrary
-//! tasks, including FTS5 syntax: it never errors, never returns a redacted row or a row of another
+//! tasks, including FTS5 syntax and Chinese words (which the character-pair index and the bridge
+//! retriever read): it never errors, never returns a redacted row or a row of another
 //! scope, and a redacted row changes nothing in what the others return.
 
 mod common;
@@ -10,8 +11,28 @@ use rusqlite::Connection;
 use serde_json::json;
 
 const WORDS: &[&str] = &[
-    "atlas", "launch", "launches", "dana", "lee", "priya", "budget", "venue", "friday", "pricing", "review", "café",
-    "naïve", "🚀", "the", "of", "secret",
+    "atlas",
+    "launch",
+    "launches",
+    "dana",
+    "lee",
+    "priya",
+    "budget",
+    "venue",
+    "friday",
+    "pricing",
+    "review",
+    "café",
+    "naïve",
+    "🚀",
+    "the",
+    "of",
+    "secret",
+    "北京",
+    "出差",
+    "设计总监",
+    "项目启动会",
+    "参加",
 ];
 const SYNTAX: &[&str] = &[
     "AND",
