@@ -51,8 +51,11 @@ enum Index {
 }
 
 impl Index {
-    /// The terms of `s` this index matches on, as written.
+    /// The terms of `s` this index matches on, as written, from its first
+    /// [`text::GRAM_MAX_CHARS`] characters (what the pair index reads of a memory; it bounds what one
+    /// long memory costs here).
     fn terms(self, s: &str) -> Vec<String> {
+        let s = s.char_indices().nth(text::GRAM_MAX_CHARS).map_or(s, |(i, _)| &s[..i]);
         match self {
             Index::Words => text::query_terms(s, usize::MAX),
             Index::Pairs => text::gram_terms(s, usize::MAX),
