@@ -1,6 +1,7 @@
 //! Hybrid retrieval: [`retrieve`] composes one function per retriever (full text, context neighbours,
-//! entity, the days a task names, vector, recency and hard rules), each returning a ranking of one shared candidate pool
-//! ([`pool`]), and fuses them by weighted reciprocal rank fusion (k = 60, [`fuse`]).
+//! bridges, entity, the days a task names, vector, recency and hard rules), each returning a ranking
+//! of one shared candidate pool ([`pool`]), and fuses them by weighted reciprocal rank fusion (k = 60,
+//! [`fuse`]). Bridges are placed in the full-text ranking, right after the match each was found from.
 //!
 //! Every retriever reads through the same eligibility rule ([`crate::store::eligibility`]): one
 //! scope, never a redacted row, never a row superseded at the horizon (`as_of`, else `now`). Rows
