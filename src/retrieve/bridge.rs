@@ -27,6 +27,10 @@ pub const BRIDGE_MIN_TERMS: usize = 2;
 pub const BRIDGE_COMMON: f64 = 0.05;
 /// Most own terms taken from one anchor.
 const BRIDGE_TERMS: usize = 24;
+/// Characters of a text read for its terms: what names a memory's subject is at its start, and
+/// a bound on what one long memory costs a call (every full-text match is read for
+/// [`common_terms`]).
+pub const BRIDGE_CHARS: usize = 256;
 /// Rows the bridge query reads.
 const BRIDGE_READ: usize = 40;
 /// Whether tasks in space-separated scripts bridge too (1) or not (0).
@@ -51,11 +55,11 @@ enum Index {
 }
 
 impl Index {
-    /// The terms of `s` this index matches on, as written, from its first
-    /// [`text::GRAM_MAX_CHARS`] characters (what the pair index reads of a memory; it bounds what one
-    /// long memory costs here).
+    /// The terms of `s` this index matches on, as written, from its first [`BRIDGE_CHARS`]
+    /// characters.
     fn terms(self, s: &str) -> Vec<String> {
-        let s = s.char_indices().nth(text::GRAM_MAX_CHARS).map_or(s, |(i, _)| &s[..i]);
+        let cap = super::knob("CMP_BRIDGE_CHARS", BRIDGE_CHARS as f64) as usize;
+        let s = s.char_indices().nth(cap).map_or(s, |(i, _)| &s[..i]);
         match self {
             Index::Words => text::query_terms(s, usize::MAX),
             Index::Pairs => text::gram_terms(s, usize::MAX),
@@ -162,6 +166,9 @@ pub fn rank(
         return Ok(Vec::new());
     };
     let n = super::knob("CMP_BRIDGE_ANCHORS", BRIDGE_ANCHORS as f64) as usize;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
     let common = common_terms(index, fts, pool);
     let (mut anchors, mut own_terms, mut lacking) = (Vec::new(), Vec::new(), Vec::new());
     for &a in fts.iter().take(n) {
