@@ -136,7 +136,8 @@ impl Anchor {
             }
         }
         let lacking: Vec<String> = task.iter().filter(|t| !index.holds(&held, t)).cloned().collect();
-        (own.len() >= BRIDGE_MIN_TERMS && !lacking.is_empty()).then_some((Anchor { item, own, lacking }, written))
+        let fewest = super::knob("CMP_BRIDGE_MIN_TERMS", BRIDGE_MIN_TERMS as f64) as usize;
+        (own.len() >= fewest && !lacking.is_empty()).then_some((Anchor { item, own, lacking }, written))
     }
 
     /// True when a memory holding `held` (term keys) bridges from this anchor: it holds at least
