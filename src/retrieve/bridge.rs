@@ -228,17 +228,27 @@ fn common_terms(index: Index, fts: &[usize], pool: &Pool) -> HashSet<String> {
     df.into_iter().filter(|(_, n)| *n as f64 > limit).map(|(k, _)| k).collect()
 }
 
-/// `fts` with each bridge right after its anchor, unless it already ranks above it.
+/// `fts` with each bridge right after its anchor, unless it already ranks above it. A bridge that is
+/// itself an anchor brings its own bridge along; every entry of `fts` and every bridge is kept once.
 pub fn place(fts: &[usize], bridges: &[Bridge]) -> Ranking {
     let at = |i: usize| fts.iter().position(|&x| x == i);
     let moved: Vec<&Bridge> = bridges.iter().filter(|b| at(b.item).is_none_or(|p| Some(p) > at(b.anchor))).collect();
     let mut out = Vec::with_capacity(fts.len() + moved.len());
-    for &i in fts {
-        if moved.iter().any(|b| b.item == i) {
-            continue;
+    let mut stack: Vec<usize> = Vec::new();
+    for &i in fts.iter().filter(|&&i| !moved.iter().any(|b| b.item == i)) {
+        stack.push(i);
+        while let Some(j) = stack.pop() {
+            if !out.contains(&j) {
+                out.push(j);
+                stack.extend(moved.iter().rev().filter(|b| b.anchor == j).map(|b| b.item));
+            }
         }
-        out.push(i);
-        out.extend(moved.iter().filter(|b| b.anchor == i).map(|b| b.item));
+    }
+    // Only an anchor outside `fts` could leave a bridge out; none is, but nothing is dropped.
+    for b in moved {
+        if !out.contains(&b.item) {
+            out.push(b.item);
+        }
     }
     out
 }
@@ -299,5 +309,46 @@ mod tests {
         assert_eq!(place(&[1, 2, 3, 4], &[b(3, 1)]), [1, 2, 3, 4], "already above");
         assert_eq!(place(&[1, 2], &[b(1, 7), b(2, 8)]), [1, 7, 2, 8]);
         assert_eq!(place(&[1, 2], &[]), [1, 2]);
+        assert_eq!(place(&[1, 2, 3, 4], &[b(1, 3), b(3, 9)]), [1, 3, 9, 2, 4], "a bridge's own bridge follows");
+        assert_eq!(place(&[1, 2], &[b(5, 7)]), [1, 2, 7], "nothing dropped");
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Placing keeps every full-text entry and every bridge exactly once, puts each bridge that
+        /// ranked below its anchor (or outside the ranking) after it, and changes nothing else's order.
+        #[test]
+        fn place_keeps_everything_once(
+            n in 1usize..12,
+            raw in prop::collection::vec((0usize..12, 0usize..20), 0..6),
+        ) {
+            let fts: Vec<usize> = (0..n).collect();
+            // As rank builds them: one bridge per anchor, anchors in fts, items distinct and not
+            // their own anchor.
+            let mut bridges: Vec<Bridge> = Vec::new();
+            for (a, item) in raw {
+                let anchor = a % n;
+                if item != anchor && !bridges.iter().any(|b| b.anchor == anchor || b.item == item) {
+                    bridges.push(Bridge { anchor, item });
+                }
+            }
+            let out = place(&fts, &bridges);
+            let mut want: Vec<usize> = fts.iter().copied().chain(bridges.iter().map(|b| b.item)).collect();
+            want.sort_unstable();
+            want.dedup();
+            let mut got = out.clone();
+            got.sort_unstable();
+            prop_assert_eq!(&got, &want, "{:?}", out);
+            let pos = |i: usize| out.iter().position(|&x| x == i).unwrap();
+            for b in &bridges {
+                prop_assert!(pos(b.item) > pos(b.anchor) || b.item < n && b.item < b.anchor, "{:?} {:?}", b, out);
+            }
+            let rest: Vec<usize> = out.iter().copied().filter(|i| !bridges.iter().any(|b| b.item == *i)).collect();
+            let fts_rest: Vec<usize> = fts.iter().copied().filter(|i| !bridges.iter().any(|b| b.item == *i)).collect();
+            prop_assert_eq!(rest, fts_rest);
+        }
     }
 }
