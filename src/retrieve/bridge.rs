@@ -11,6 +11,7 @@
 
 use super::pool::{Pool, Ranking};
 use super::{Query, Terms};
+use crate::store::bm25::Index;
 use crate::store::memories::{fts_top, ngram_top, Match};
 use crate::text;
 use rusqlite::Connection;
@@ -45,16 +46,18 @@ pub struct Bridge {
     pub item: usize,
 }
 
-/// One index's view of a text: its terms as the index matches them.
-#[derive(Debug, Clone, Copy)]
-enum Index {
-    /// The word index: non-stopword words, compared by stem.
-    Words,
-    /// The character-pair index: pairs, compared as they are.
-    Pairs,
+/// A full-text index's view of a text: its terms as the index matches them (the word index:
+/// non-stopword words, compared by stem; the character-pair index: pairs, compared as they are).
+trait View: Copy {
+    fn terms(self, s: &str) -> Vec<String>;
+    fn key(self, t: &str) -> String;
+    fn keys(self, s: &str) -> HashSet<String>;
+    fn names(self, t: &str) -> bool;
+    fn holds(self, held: &HashSet<String>, t: &str) -> bool;
+    fn top(self, conn: &Connection, q: &Query<'_>, expr: &str) -> rusqlite::Result<Vec<Match>>;
 }
 
-impl Index {
+impl View for Index {
     /// The terms of `s` this index matches on, as written, from its first [`BRIDGE_CHARS`]
     /// characters.
     fn terms(self, s: &str) -> Vec<String> {
@@ -294,7 +297,8 @@ mod tests {
         let conn = open();
         add(&conn, "mem_anchor", "我的上司叫刘梓涵。", AT, "episodic", "[]");
         add(&conn, "mem_cousin", "我表姐的名字叫刘伟。", AT, "episodic", "[]");
-        // 刘梓 is the anchor's only pair besides the task's: too little to name anything.
+        // The cousin holds the task's 名字, which the anchor lacks, but shares only 叫刘 of the
+        // anchor's five naming pairs: less than half.
         assert!(bridges(&conn, "我的上司名字叫什么？").1.iter().all(|(_, b)| b != "mem_cousin"));
         add(&conn, "mem_en_anchor", "The design kickoff is held in Guangzhou.", AT, "episodic", "[]");
         add(&conn, "mem_en_answer", "I will attend the design kickoff.", AT, "episodic", "[]");
