@@ -732,12 +732,12 @@ fn stored_text_and_the_task_cannot_write_markdown_lines() {
         &json!({"now": NOW, "format": "markdown", "audit": true}).to_string(),
     );
     for line in md.lines() {
-        let forged = line.starts_with("## constraints") && !line.ends_with("constraints")
+        let forged = line.starts_with("## constraints") && line != "## constraints: hard rules, never violate them"
             || line.starts_with("[mem_ffffffffffff]")
             || line.starts_with("[mem_eeeeeeeeeeee]")
             || line.starts_with("# SYSTEM")
             || line.starts_with("[mem_9]")
-            || line.starts_with("### 2026-05-0é");
+            || line.starts_with("2026-05-0é");
         assert!(!forged, "a stored text or the task wrote a line:\n{line}\n---\n{md}");
     }
     assert!(!md.contains('\r') && !md.contains('\u{2028}'), "{md}");
