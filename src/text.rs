@@ -33,13 +33,23 @@ pub fn has_spaceless(s: &str) -> bool {
     !s.is_ascii() && s.chars().any(is_spaceless)
 }
 
-/// Emits the words of a run of spaceless-script characters: its overlapping pairs, or the
-/// character itself when the run is one character long.
-fn flush_run(run: &mut Vec<char>, out: &mut Vec<String>) {
+/// Passes the words of a run of spaceless-script characters to `f`: its overlapping pairs, or the
+/// character itself when the run is one character long (through `buf`, so no word is allocated).
+fn flush_run(run: &mut Vec<char>, buf: &mut String, f: &mut impl FnMut(&str)) {
     match run.len() {
         0 => {}
-        1 => out.push(run[0].to_string()),
-        _ => out.extend(run.windows(2).map(|p| p.iter().collect::<String>())),
+        1 => {
+            buf.clear();
+            buf.push(run[0]);
+            f(buf);
+        }
+        _ => {
+            for p in run.windows(2) {
+                buf.clear();
+                buf.extend(p);
+                f(buf);
+            }
+        }
     }
     run.clear();
 }
@@ -49,10 +59,7 @@ fn flush_run(run: &mut Vec<char>, out: &mut Vec<String>) {
 /// 出差) and is a word boundary for the text around it ("用Python写" → 用, python, 写). Such text
 /// is not decomposed: NFD would split Hangul syllables into jamo and strip the voicing marks of kana.
 pub fn words(s: &str) -> Vec<String> {
-    if s.is_ascii() {
-        return map_words(s, str::to_string);
-    }
-    unicode_words(s)
+    map_words(s, str::to_string)
 }
 
 /// `f` of each of [`words`]'s words, in order, without building the words first: an ASCII text's
@@ -74,30 +81,42 @@ pub fn map_words<T>(s: &str, mut f: impl FnMut(&str) -> T) -> Vec<T> {
             })
             .collect();
     }
-    unicode_words(s).iter().map(|w| f(w)).collect()
+    let mut out = Vec::new();
+    unicode_words(s, |w| out.push(f(w)));
+    out
 }
 
-/// [`words`] of a text that is not all ASCII (an ASCII text has no diacritics to strip and folds
-/// its case by ASCII, [`map_words`]).
-fn unicode_words(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
+/// [`map_words`] of the first `limit` words of `s`, and how many words `s` has in all.
+pub fn map_words_upto<T>(s: &str, limit: usize, mut f: impl FnMut(&str) -> T) -> (Vec<T>, usize) {
+    let mut n = 0;
+    let out = map_words(s, |w| {
+        n += 1;
+        (n <= limit).then(|| f(w))
+    });
+    (out.into_iter().flatten().collect(), n)
+}
+
+/// Passes [`words`] of a text that is not all ASCII to `f`, each through one reused buffer (an
+/// ASCII text has no diacritics to strip and folds its case by ASCII, [`map_words`]).
+fn unicode_words(s: &str, mut f: impl FnMut(&str)) {
+    let (mut cur, mut buf) = (String::new(), String::new());
     let mut run: Vec<char> = Vec::new();
     for c in s.chars() {
         if is_spaceless(c) {
             if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
+                f(&cur);
+                cur.clear();
             }
             if c.is_alphanumeric() {
                 run.push(c);
             } else if !is_combining_mark(c) {
                 // Punctuation inside the block (the Katakana middle dot) ends the run; vowel
                 // signs (Thai) do not.
-                flush_run(&mut run, &mut out);
+                flush_run(&mut run, &mut buf, &mut f);
             }
             continue;
         }
-        flush_run(&mut run, &mut out);
+        flush_run(&mut run, &mut buf, &mut f);
         for d in c.nfd() {
             if is_combining_mark(d) {
                 continue;
@@ -105,15 +124,15 @@ fn unicode_words(s: &str) -> Vec<String> {
             if d.is_alphanumeric() {
                 cur.extend(d.to_lowercase());
             } else if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
+                f(&cur);
+                cur.clear();
             }
         }
     }
-    flush_run(&mut run, &mut out);
+    flush_run(&mut run, &mut buf, &mut f);
     if !cur.is_empty() {
-        out.push(cur);
+        f(&cur);
     }
-    out
 }
 
 /// True for a character the character-pair index pairs up: ASCII letters and digits, Latin-1 and

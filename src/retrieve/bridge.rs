@@ -15,7 +15,10 @@ use crate::store::bm25::Index;
 use crate::store::memories::{fts_top, ngram_top, Match};
 use crate::text;
 use rusqlite::Connection;
-use std::collections::{HashMap, HashSet};
+/// Sets and maps of short terms, hashed with FNV (SipHash cost a call over long texts more than the
+/// terms' analysis).
+type HashSet<T> = std::collections::HashSet<T, text::FnvBuild>;
+type HashMap<K, V> = std::collections::HashMap<K, V, text::FnvBuild>;
 
 /// Strongest full-text matches a bridge may start from.
 pub const BRIDGE_ANCHORS: usize = 10;
@@ -79,7 +82,10 @@ impl View for Index {
 
     /// The term keys of `s`.
     fn keys(self, s: &str) -> HashSet<String> {
-        self.terms(s).iter().map(|t| self.key(t)).collect()
+        match self {
+            Index::Words => self.terms(s).iter().map(|t| self.key(t)).collect(),
+            Index::Pairs => self.terms(s).into_iter().collect(),
+        }
     }
 
     /// Terms that may name something: a pair must be of a spaceless script and hold no function
@@ -131,7 +137,7 @@ impl Anchor {
     ) -> Option<(Anchor, Vec<String>)> {
         let terms = index.terms(content);
         let held: HashSet<String> = terms.iter().map(|t| index.key(t)).collect();
-        let (mut own, mut written) = (HashSet::new(), Vec::new());
+        let (mut own, mut written) = (HashSet::default(), Vec::new());
         for t in terms {
             let k = index.key(&t);
             if own.len() < BRIDGE_TERMS && index.names(&t) && !common.contains(&k) && own.insert(k) {
@@ -221,7 +227,7 @@ fn extend_unique(v: &mut Vec<String>, more: impl IntoIterator<Item = String>) {
 /// than two): what the matches have in common with each other (the task's subject, a place many
 /// facts share) names no one thing.
 fn common_terms(index: Index, fts: &[usize], pool: &Pool) -> HashSet<String> {
-    let mut df: HashMap<String, usize> = HashMap::new();
+    let mut df: HashMap<String, usize> = HashMap::default();
     for &i in fts {
         for k in index.keys(&pool.mems[i].content) {
             *df.entry(k).or_default() += 1;

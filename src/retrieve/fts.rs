@@ -116,8 +116,8 @@ fn length_prior(rank: Ranking, strength: Vec<f64>, pool: &mut Pool, task: &str) 
         .into_iter()
         .zip(strength)
         .map(|(i, s)| {
+            let n = pool.word_count(i) as f64;
             let a = pool.analysed(i);
-            let n = a.len() as f64;
             let t = when.map_or(1.0, |w| if a.iter().any(|x| is_time_stem(&x.stem)) { 1.0 + w } else { 1.0 });
             (i, t * s * (n / (n + pivot)).powf(g))
         })

@@ -3,10 +3,12 @@
 //! best first, then the recency and hard-rule ones no ranking fused, in their own order.
 
 use super::pool::{Pool, Ranking};
+use super::vector::Word;
 use super::{Basis, Candidate, Retriever};
 use crate::store::Memory;
-use crate::text::FnvBuild;
+use crate::text::{self, FnvBuild};
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// Every retriever's ranking of one pool.
 #[derive(Debug, Default)]
@@ -105,11 +107,60 @@ fn matched_terms(pool: &mut Pool, i: usize, terms: &HashSet<&str, FnvBuild>) -> 
     if terms.is_empty() {
         return Vec::new();
     }
+    let (analysed, total, content) = pool.text_of(i);
+    terms_in(analysed, total, content, terms)
+}
+
+/// The stemmed `terms` a text holds, sorted: those among its analysed words (`analysed`, the first
+/// [`super::pool::ANALYSED_WORDS`] of its `total` words), then, for a longer text, the rest
+/// ([`later_terms`]).
+fn terms_in(analysed: &[Rc<Word>], total: usize, content: &str, terms: &HashSet<&str, FnvBuild>) -> Vec<String> {
     let mut m: Vec<String> =
-        pool.analysed(i).iter().filter(|w| terms.contains(w.stem.as_str())).map(|w| w.stem.clone()).collect();
+        analysed.iter().filter(|w| terms.contains(w.stem.as_str())).map(|w| w.stem.clone()).collect();
     m.sort();
     m.dedup();
+    if total > analysed.len() && m.len() < terms.len() {
+        let rest: Vec<&str> =
+            terms.iter().copied().filter(|t| m.binary_search_by(|x| x.as_str().cmp(t)).is_err()).collect();
+        m.extend(later_terms(content, &rest, analysed.len()));
+        m.sort();
+        m.dedup();
+    }
     m
+}
+
+/// Which of `terms` (stemmed task terms) a long text holds past its analysed words
+/// ([`super::pool::ANALYSED_WORDS`]), found without analysing them. A pair of spaceless characters
+/// is one of a text's words wherever the text holds it, unless a combining mark (a Thai vowel sign)
+/// sits inside one of its runs: such pairs are looked up as substrings. The other terms are looked
+/// for among the later words; a word outside ASCII is its own stem, so only ASCII words are stemmed.
+fn later_terms(content: &str, terms: &[&str], analysed: usize) -> Vec<String> {
+    let plain = !content.chars().any(unicode_normalization::char::is_combining_mark);
+    let pair = |t: &str| plain && t.chars().count() == 2 && t.chars().all(text::is_spaceless);
+    let mut out: Vec<String> =
+        terms.iter().filter(|t| pair(t) && content.contains(**t)).map(|t| t.to_string()).collect();
+    let others: HashSet<&str, FnvBuild> = terms.iter().copied().filter(|t| !pair(t)).collect();
+    if others.is_empty() {
+        return out;
+    }
+    let mut k = 0;
+    text::map_words(content, |w| {
+        k += 1;
+        if k <= analysed {
+            return;
+        }
+        if !w.is_ascii() {
+            if others.contains(w) {
+                out.push(w.to_string());
+            }
+            return;
+        }
+        let s = text::stem(w);
+        if others.contains(s.as_str()) {
+            out.push(s);
+        }
+    });
+    out
 }
 
 /// Fuses `r` (relevance-bearing rankings weighted by `weights`) into the candidates of the pool, with
@@ -267,6 +318,58 @@ mod tests {
         assert!(c[1].entity_only && !c[0].entity_only);
         assert_eq!((c[3].basis, c[3].fused_rank, c[3].relevance), (None, None, None));
         assert_eq!(c[3].retrievers, [Retriever::Constraints]);
+    }
+
+    /// Pieces of text in every script the tokenizer treats apart: English words (capitals,
+    /// inflections), Han, kana with a combining voicing mark, Hangul, Thai with vowel signs, Latin
+    /// with a diacritic, digits, punctuation.
+    const PIECES: [&str; 22] = [
+        "Atlas ",
+        "launches ",
+        "running ",
+        "the ",
+        "北京",
+        "出差",
+        "。",
+        "好",
+        " ",
+        "กิน",
+        "ข้าว",
+        "か\u{3099}き",
+        "が",
+        "카페",
+        "é",
+        "Café ",
+        "61",
+        "岁",
+        "Python",
+        ",",
+        "ー",
+        "・",
+    ];
+
+    proptest::proptest! {
+        /// The terms found through the analysed words and then [`later_terms`] are exactly the
+        /// terms among the stems of all the text's words, wherever the analysed part ends.
+        #[test]
+        fn terms_in_is_every_term_the_text_holds(
+            parts in proptest::collection::vec(proptest::sample::select(&PIECES[..]), 0..80),
+            extra in proptest::collection::vec(proptest::sample::select(&PIECES[..]), 0..6),
+            cut in 0usize..60,
+            every in 1usize..5,
+        ) {
+            let content = parts.concat();
+            let all: Vec<Rc<Word>> = text::words(&content).iter().map(|w| Word::cached(w)).collect();
+            let mut wanted: Vec<String> = all.iter().step_by(every).map(|w| w.stem.clone()).collect();
+            wanted.extend(extra.iter().flat_map(|e| text::words(e)).map(|w| text::stem(&w)));
+            let terms: HashSet<&str, FnvBuild> = wanted.iter().map(String::as_str).collect();
+            let mut naive: Vec<String> =
+                all.iter().map(|w| w.stem.clone()).filter(|s| terms.contains(s.as_str())).collect();
+            naive.sort();
+            naive.dedup();
+            let cut = cut.min(all.len());
+            proptest::prop_assert_eq!(terms_in(&all[..cut], all.len(), &content, &terms), naive, "{:?}", content);
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The candidate pool of one retrieval: every memory any retriever found, once, by rid. Rankings are
 //! lists of pool indexes, best first. The pool caches what several retrievers need per memory (its
-//! analysed words, its hashing-embedder cosine to the task) so each is computed once per call.
+//! analysed words and word count, its hashing-embedder cosine to the task) so each is computed once
+//! per call.
 
 use super::vector::{self, Word};
 use crate::store::Memory;
@@ -11,14 +12,35 @@ use std::rc::Rc;
 /// Pool indexes, best first: what every retriever returns.
 pub type Ranking = Vec<usize>;
 
+/// Words of a memory the pool analyses (what the hashing embedder and the time prior read): its
+/// first 256, as the sentence model reads a text's first 256 word pieces. Analysing a word is the
+/// costly step of a call over long texts (300 memories of 2000 random Han characters, 2000 words
+/// each: about 0.6 s a call before the cut); chat messages and notes are far shorter, and a long
+/// text's matched terms are still read from all of it (`fuse::matched_terms`).
+pub const ANALYSED_WORDS: usize = 256;
+
+/// A memory's analysed words ([`ANALYSED_WORDS`] at most), and how many words its text has in all.
+#[derive(Debug)]
+struct Analysis {
+    words: Vec<Rc<Word>>,
+    total: usize,
+}
+
+impl Analysis {
+    fn of(content: &str) -> Analysis {
+        let (words, total) = text::map_words_upto(content, ANALYSED_WORDS, Word::cached);
+        Analysis { words, total }
+    }
+}
+
 /// The memories found so far, with per-call caches.
 #[derive(Debug, Default)]
 pub struct Pool {
     /// The memories, in the order they were first found.
     pub mems: Vec<Memory>,
     by_rid: HashMap<i64, usize>,
-    /// The analysed words of each memory's content, computed once per call.
-    analysed: Vec<Option<Vec<Rc<Word>>>>,
+    /// The analysis of each memory's content, computed once per call.
+    analysed: Vec<Option<Analysis>>,
     /// Hashing-embedder cosine to the task, computed once per call.
     cos: Vec<Option<f32>>,
 }
@@ -51,13 +73,26 @@ impl Pool {
         self.mems.is_empty()
     }
 
-    /// The analysed words of memory `i`'s content, in order.
+    /// The analysed words of memory `i`'s content, in order: its first [`ANALYSED_WORDS`].
     pub fn analysed(&mut self, i: usize) -> &[Rc<Word>] {
-        if self.analysed[i].is_none() {
-            let v = text::map_words(&self.mems[i].content, Word::cached);
-            self.analysed[i] = Some(v);
-        }
-        self.analysed[i].as_deref().unwrap_or(&[])
+        &self.analysis(i).words
+    }
+
+    /// How many words memory `i`'s content has (all of them, analysed or not).
+    pub fn word_count(&mut self, i: usize) -> usize {
+        self.analysis(i).total
+    }
+
+    /// Memory `i`'s analysed words, its word count and its content.
+    pub fn text_of(&mut self, i: usize) -> (&[Rc<Word>], usize, &str) {
+        let content = self.mems[i].content.as_str();
+        let a = self.analysed[i].get_or_insert_with(|| Analysis::of(content));
+        (&a.words, a.total, content)
+    }
+
+    fn analysis(&mut self, i: usize) -> &Analysis {
+        let content = self.mems[i].content.as_str();
+        self.analysed[i].get_or_insert_with(|| Analysis::of(content))
     }
 
     /// Hashing-embedder cosine of memory `i` to the task embedding `task`.
