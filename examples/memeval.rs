@@ -501,15 +501,15 @@ fn call(store: &Store, task: &str, model: &str, budget: i64, opts: &str) -> Res<
             v["budget"]["counted_by"].as_str().unwrap_or("").into(),
         )
     } else {
-        // markdown: "model X · used/tokens tokens (counter) · ...", items as "[ref · date] content".
+        // markdown: "model X · used/tokens tokens (counter) · ...", items as "[ref · tag] content",
+        // a memory's further lines indented by two spaces (headings and day lines are not).
         for l in text.lines() {
             if let Some(r) = l.strip_prefix('[').and_then(|x| x.split([' ', ']']).next()) {
                 let shown = l.split_once("] ").map_or("", |x| x.1);
                 items.push((r.to_string(), shown.to_string()));
-            } else if let Some(last) = items.last_mut().filter(|_| !l.starts_with('#') && !l.starts_with("```")) {
-                // A memory's further lines.
+            } else if let (Some(last), Some(more)) = (items.last_mut(), l.strip_prefix("  ")) {
                 last.1.push('\n');
-                last.1.push_str(l);
+                last.1.push_str(more);
             }
         }
         let line = text.lines().nth(1).unwrap_or("");
