@@ -388,12 +388,23 @@ pub(crate) fn plan(idx: usize, item: &Item, p: &Params<'_>, ladder: bool, folded
 /// rung that fits `room`, else its text truncated to fit, then steps up to its full text. Judged
 /// against [`Params::floor_room`], not the call's budget, so its cost is the same at every budget.
 pub(crate) fn floor_plan(idx: usize, item: &Item, p: &Params<'_>, room: usize, folded: &[String]) -> Option<Plan> {
-    let admit = fit_step(idx, item, p.meter, room, folded, &item.content)?;
+    let admit = fit_step(idx, item, p.meter, room, folded, &item.content, Cut::Any)?;
     Some(Plan { upgrades: upgrades(idx, item, p, &admit, folded, None), admit })
 }
 
+/// Which cuts of a text [`fit_step`] may admit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// Any cut that shows something: an item that must be present (the top constraint).
+    Any,
+    /// A cut that shows at least as many tokens as the ref that cites it, or half of the text it
+    /// cuts: an item taken only to use the room left, where a cut of one or two tokens ("我…",
+    /// "Caroline: I…") would be all framing and tell the reader nothing.
+    WorthItsRef,
+}
+
 /// Item `idx` admitted within `room`: its first ladder rung that fits, else `source` (its text, or
-/// its stored summary) truncated to fit; None when not even a truncated text fits.
+/// its stored summary) truncated to fit, as `allow` allows; None when no such cut fits.
 pub(crate) fn fit_step(
     idx: usize,
     item: &Item,
@@ -401,6 +412,7 @@ pub(crate) fn fit_step(
     room: usize,
     folded: &[String],
     source: &str,
+    allow: Cut,
 ) -> Option<Step> {
     for (content, tag) in ladder::rungs(item) {
         if m.content_tokens(&content) > room {
@@ -412,11 +424,15 @@ pub(crate) fn fit_step(
         }
     }
     let framing = m.cost(item, "", Some(Compression::Truncated), folded);
-    let mut tokens = room.checked_sub(framing).filter(|t| *t > 0)?;
+    let least = match allow {
+        Cut::Any => 1,
+        Cut::WorthItsRef => m.content_tokens(&item.r#ref).min(m.content_tokens(source).div_ceil(2)).max(1),
+    };
+    let mut tokens = room.checked_sub(framing).filter(|t| *t >= least)?;
     // `source` cut to `tokens`, as a step, and how far it overshoots the room (0 when it fits).
     let cut = |tokens: usize| -> Option<(Step, usize)> {
         let content = m.cut(source, tokens);
-        if content.is_empty() {
+        if content.is_empty() || m.content_tokens(&content) < least {
             return None;
         }
         let cost = m.cost(item, &content, Some(Compression::Truncated), folded);
@@ -439,7 +455,7 @@ pub(crate) fn fit_step(
     }
     // The longest cut below it that fits (a cut costs more as it grows), so a room that fits some
     // cut always admits the item, whatever the stepping passed over: a larger room admits it too.
-    let (mut lo, mut hi, mut best) = (1, over_at.saturating_sub(1), None);
+    let (mut lo, mut hi, mut best) = (least, over_at.saturating_sub(1), None);
     while lo <= hi {
         let mid = lo + (hi - lo) / 2;
         match cut(mid) {
@@ -496,7 +512,8 @@ impl Prefix {
 
     /// When the prefix stopped at an admission, admits that item in the room left, at the first
     /// ladder rung that fits or truncated ([`fit_step`]: a cut of its stored summary when it has
-    /// one, which is never lost to a cut of the text), priced with the refs folded into it
+    /// one, which is never lost to a cut of the text, and that shows at least what its ref
+    /// costs, [`Cut::WorthItsRef`]), priced with the refs folded into it
     /// (`folded`). Refs stay a superset as the budget grows: a larger room either fits the same
     /// step or passes it.
     pub(crate) fn fill_last(&mut self, items: &[Item], meter: &dyn Meter, room: usize, folded: &[String]) {
@@ -508,7 +525,8 @@ impl Prefix {
         let left = room.saturating_sub(self.used + groups);
         let item = &items[s.item];
         let summary = ladder::rungs(item).into_iter().find(|r| r.1 == Some(Compression::Summary)).map(|r| r.0);
-        if let Some(step) = fit_step(s.item, item, meter, left, folded, summary.as_deref().unwrap_or(&item.content)) {
+        let source = summary.as_deref().unwrap_or(&item.content);
+        if let Some(step) = fit_step(s.item, item, meter, left, folded, source, Cut::WorthItsRef) {
             let applied = self.apply(items, meter, step, room);
             debug_assert!(applied.is_ok(), "a step fitted to the room left fits it");
         }
@@ -724,6 +742,30 @@ mod tests {
         let fl = floor_plan(0, &rule, &p, 40, &[]).expect("truncated to fit");
         assert!(fl.admit.cost <= 40 && fl.admit.compressed == Some(Compression::Truncated));
         assert!(floor_plan(0, &rule, &p, Words::FRAMING, &[]).is_none(), "no room beyond the framing");
+    }
+
+    #[test]
+    fn the_room_left_takes_a_cut_only_when_it_shows_what_its_ref_costs_or_half_its_text() {
+        // A ref of four words: a cut must show four words, or half of a short text.
+        let (long, short) = (item("ref of four words", &words("w", 40)), item("ref of four words", "a b c d e"));
+        let head = item("m0", "one two");
+        let first = Step { item: 0, content: "one two".into(), compressed: None, cost: 2 + Words::FRAMING };
+        let packed = |last: &Item, room: usize| {
+            let items = vec![head.clone(), last.clone()];
+            let n = Words.content_tokens(&last.content);
+            let rest = Step { item: 1, content: last.content.clone(), compressed: None, cost: n + Words::FRAMING };
+            let mut pre = take_prefix(&items, &Words, vec![first.clone(), rest], room);
+            pre.fill_last(&items, &Words, room, &[]);
+            pre.state[1].clone().map(|(c, _)| Words.content_tokens(&c))
+        };
+        let left = |words: usize| 2 + Words::FRAMING + Words::FRAMING + words;
+        assert_eq!(packed(&long, left(3)), None, "three words of forty: less than the ref");
+        assert_eq!(packed(&long, left(4)), Some(4));
+        assert_eq!(packed(&short, left(2)), None, "two words of five: less than half");
+        assert_eq!(packed(&short, left(3)), Some(3));
+        // The top constraint's floor still takes any cut.
+        let fl = floor_plan(1, &long, &params(GENERIC, 6000), Words::FRAMING + 1, &[]).expect("a cut");
+        assert_eq!(Words.content_tokens(&fl.admit.content), 1);
     }
 
     #[test]
