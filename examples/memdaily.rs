@@ -374,10 +374,21 @@ fn cmp_pack(store: &Store, c: &Call<'_>) -> Res<(Vec<usize>, i64, Value)> {
 }
 
 /// The messages of cmp's markdown pack for a task (its item lines: `[ref] content`, `[ref · tag] …`).
-fn markdown_pack(store: &Store, c: &Call<'_>) -> Res<Vec<usize>> {
+/// Also returns those shown in full (`[ref] content`, no `· head` / `· summary` / `· truncated` tag).
+fn markdown_pack(store: &Store, c: &Call<'_>) -> Res<(Vec<usize>, Vec<usize>)> {
     let text = context(store, c, "markdown")?;
-    let refs = text.lines().filter_map(|l| l.strip_prefix('[').and_then(|x| x.split([' ', ']']).next()));
-    Ok(refs.filter_map(|r| store.by_id.get(r).copied()).collect())
+    let (mut all, mut full) = (Vec::new(), Vec::new());
+    for l in text.lines() {
+        let Some(i) = l.strip_prefix('[').and_then(|x| x.split([' ', ']']).next()).and_then(|r| store.by_id.get(r))
+        else {
+            continue;
+        };
+        all.push(*i);
+        if l.split_once(']').is_some_and(|(head, _)| !head.contains(" · ")) {
+            full.push(*i);
+        }
+    }
+    Ok((all, full))
 }
 
 /// The baseline as a user would paste it: `- [ref] content` lines in ranking order, each taken while
@@ -402,6 +413,7 @@ struct Cell {
     items: usize,
     content: i64,
     markdown: f64,
+    markdown_full: f64,
     list: f64,
     own_list: f64,
 }
@@ -539,7 +551,7 @@ fn run() -> Res<()> {
                     let (pack, content, env) = cmp_pack(&store, &call)?;
                     let base = fill(&base_rank, cost, budget);
                     let base_equal = fill(&base_rank, cost, content);
-                    let md = markdown_pack(&store, &call)?;
+                    let (md, md_full) = markdown_pack(&store, &call)?;
                     let list = plain_list(f, &base_rank, budget, &bpe);
                     let own_list = plain_list(f, &own_rank, budget, &bpe);
                     let c = &mut cells[pi][bi];
@@ -548,6 +560,7 @@ fn run() -> Res<()> {
                     c.base += recall(&q.evidence, &base);
                     c.base_equal += recall(&q.evidence, &base_equal);
                     c.markdown += recall(&q.evidence, &md);
+                    c.markdown_full += recall(&q.evidence, &md_full);
                     c.list += recall(&q.evidence, &list);
                     c.own_list += recall(&q.evidence, &own_list);
                     c.items += pack.len();
@@ -619,13 +632,17 @@ fn run() -> Res<()> {
         }
     }
     let _ = writeln!(s, "\n## What the model reads, at the budget in real tokens (o200k_base)\n");
-    let _ = writeln!(s, "| profile | budget | cmp markdown | plain trigram list | Δ | plain own-ranking list |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "| profile | budget | cmp markdown | plain trigram list | Δ | plain own-ranking list | cmp markdown, shown in full |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for (pi, p) in args.profiles.iter().enumerate() {
         for (bi, b) in args.budgets.iter().enumerate() {
             let c = cells[pi][bi];
             let (m, l, o) = (pct(c.markdown, c.n), pct(c.list, c.n), pct(c.own_list, c.n));
-            let _ = writeln!(s, "| {p} | {b} | {m:.1} | {l:.1} | {:+.1} | {o:.1} |", m - l);
+            let full = pct(c.markdown_full, c.n);
+            let _ = writeln!(s, "| {p} | {b} | {m:.1} | {l:.1} | {:+.1} | {o:.1} | {full:.1} |", m - l);
         }
     }
     let _ = writeln!(s, "\n## Token estimates on these messages\n");
