@@ -86,6 +86,19 @@ pub fn map_words<T>(s: &str, mut f: impl FnMut(&str) -> T) -> Vec<T> {
     out
 }
 
+/// True when `word` is a pair of spaceless-script characters (one of [`words`]'s pairs) that is
+/// among the words of `s` exactly where `s` holds it as a substring: the case for every such pair
+/// unless a combining mark (a Thai vowel sign, a kana voicing mark) sits inside one of `s`'s runs,
+/// where [`words`] pairs the letters around it. `plain` is [`is_plain`] of `s`.
+pub fn is_substring_pair(word: &str, plain: bool) -> bool {
+    plain && word.chars().count() == 2 && word.chars().all(is_spaceless)
+}
+
+/// True when `s` holds no combining mark (see [`is_substring_pair`]).
+pub fn is_plain(s: &str) -> bool {
+    !s.chars().any(is_combining_mark)
+}
+
 /// [`map_words`] of the first `limit` words of `s`, and how many words `s` has in all.
 pub fn map_words_upto<T>(s: &str, limit: usize, mut f: impl FnMut(&str) -> T) -> (Vec<T>, usize) {
     let mut n = 0;

@@ -82,10 +82,7 @@ impl View for Index {
 
     /// The term keys of `s`.
     fn keys(self, s: &str) -> HashSet<String> {
-        match self {
-            Index::Words => self.terms(s).iter().map(|t| self.key(t)).collect(),
-            Index::Pairs => self.terms(s).into_iter().collect(),
-        }
+        self.terms(s).iter().map(|t| self.key(t)).collect()
     }
 
     /// Terms that may name something: a pair must be of a spaceless script and hold no function

@@ -130,13 +130,12 @@ fn terms_in(analysed: &[Rc<Word>], total: usize, content: &str, terms: &HashSet<
 }
 
 /// Which of `terms` (stemmed task terms) a long text holds past its analysed words
-/// ([`super::pool::ANALYSED_WORDS`]), found without analysing them. A pair of spaceless characters
-/// is one of a text's words wherever the text holds it, unless a combining mark (a Thai vowel sign)
-/// sits inside one of its runs: such pairs are looked up as substrings. The other terms are looked
-/// for among the later words; a word outside ASCII is its own stem, so only ASCII words are stemmed.
+/// ([`super::pool::ANALYSED_WORDS`]), found without analysing them: a pair of spaceless characters
+/// as a substring where that is exact ([`text::is_substring_pair`]), the other terms among the later
+/// words (a word outside ASCII is its own stem, so only ASCII words are stemmed).
 fn later_terms(content: &str, terms: &[&str], analysed: usize) -> Vec<String> {
-    let plain = !content.chars().any(unicode_normalization::char::is_combining_mark);
-    let pair = |t: &str| plain && t.chars().count() == 2 && t.chars().all(text::is_spaceless);
+    let plain = text::is_plain(content);
+    let pair = |t: &str| text::is_substring_pair(t, plain);
     let mut out: Vec<String> =
         terms.iter().filter(|t| pair(t) && content.contains(**t)).map(|t| t.to_string()).collect();
     let others: HashSet<&str, FnvBuild> = terms.iter().copied().filter(|t| !pair(t)).collect();

@@ -75,24 +75,19 @@ impl Pool {
 
     /// The analysed words of memory `i`'s content, in order: its first [`ANALYSED_WORDS`].
     pub fn analysed(&mut self, i: usize) -> &[Rc<Word>] {
-        &self.analysis(i).words
+        self.text_of(i).0
     }
 
     /// How many words memory `i`'s content has (all of them, analysed or not).
     pub fn word_count(&mut self, i: usize) -> usize {
-        self.analysis(i).total
+        self.text_of(i).1
     }
 
-    /// Memory `i`'s analysed words, its word count and its content.
+    /// Memory `i`'s analysed words, its word count and its content (analysed on first use).
     pub fn text_of(&mut self, i: usize) -> (&[Rc<Word>], usize, &str) {
         let content = self.mems[i].content.as_str();
         let a = self.analysed[i].get_or_insert_with(|| Analysis::of(content));
         (&a.words, a.total, content)
-    }
-
-    fn analysis(&mut self, i: usize) -> &Analysis {
-        let content = self.mems[i].content.as_str();
-        self.analysed[i].get_or_insert_with(|| Analysis::of(content))
     }
 
     /// Hashing-embedder cosine of memory `i` to the task embedding `task`.
