@@ -256,9 +256,19 @@ fn follow_up(r: &str, direction: &str) -> Value {
     json!({"call": "cmp_expand", "args": [r, direction], "why": why})
 }
 
+/// Budgets from this one on show their numbers (`budget.tokens`, `used`) in two tokens: `o200k_base`
+/// and `cl100k_base` cut a run of digits into groups of three, so a number below 1000 is one token.
+const TWO_GROUP_BUDGET: usize = 1000;
+
+/// The largest number a budget or a `used` count shows: five digits, as any profile's largest
+/// budget (12,000) has.
+const LARGEST_SHOWN: usize = 99_999;
+
 /// What the output needs besides the items, at its largest: the legend and framing, the cursor (its
 /// tag at its bound), the follow-ups for the candidate whose ref costs most, the receipt, the given
-/// session delta.
+/// session delta. Below [`TWO_GROUP_BUDGET`] the budget and `used` are counted as the budget's own
+/// three digits, but the room left for items never exceeds what the reserve at that budget leaves
+/// ([`monotone_reserve`]): a larger budget never packs less.
 pub fn reserve(
     req: &Request<'_>,
     g: &Gathered,
@@ -266,6 +276,32 @@ pub fn reserve(
     cursor: Option<String>,
     delta: Option<&crate::session::Delta>,
     session_id: Option<&str>,
+) -> usize {
+    let at = |shown: usize| reserve_showing(req, g, layout, cursor.as_deref(), delta, session_id, shown);
+    monotone_reserve(g.budget, at)
+}
+
+/// The reserve at `budget` from `at` (the reserve with budget and `used` shown as a given number):
+/// from [`TWO_GROUP_BUDGET`] on, at the largest number shown; below it, at the budget itself, but
+/// never leaving more room for items than [`TWO_GROUP_BUDGET`] leaves, so the room for items
+/// (`budget - reserve`) never shrinks as the budget grows.
+fn monotone_reserve(budget: usize, at: impl Fn(usize) -> usize) -> usize {
+    let largest = at(LARGEST_SHOWN);
+    if budget >= TWO_GROUP_BUDGET {
+        return largest;
+    }
+    at(budget).max(largest.saturating_sub(TWO_GROUP_BUDGET - budget))
+}
+
+/// [`reserve`] with the budget and `used` shown as `shown`.
+fn reserve_showing(
+    req: &Request<'_>,
+    g: &Gathered,
+    layout: &Layout,
+    cursor: Option<&str>,
+    delta: Option<&crate::session::Delta>,
+    session_id: Option<&str>,
+    shown: usize,
 ) -> usize {
     let o = req.options;
     // Only audited packs name a ref in their follow-ups: count the candidates' refs only then.
@@ -277,11 +313,12 @@ pub fn reserve(
     let digest = |b: &[u8]| crate::envelope::hex(&<sha2::Sha256 as sha2::Digest>::digest(b));
     let dummy = Pack {
         items: Vec::new(),
-        budget: 99_999,
+        budget: shown,
         used: 0,
         items_used: 0,
         excluded: if g.items.is_empty() { Vec::new() } else { vec![0] },
-        deduped: 99_999,
+        // No more are folded than there are candidates.
+        deduped: g.items.len(),
         intent: g.intent,
     };
     let parts = Parts {
@@ -289,7 +326,7 @@ pub fn reserve(
         pack: &dummy,
         shown: Vec::new(),
         pending: g.pending,
-        cursor: cursor.as_deref().map(|c| cursor::untagged(c).to_string()),
+        cursor: cursor.map(|c| cursor::untagged(c).to_string()),
         follow_ups: if o.audit {
             vec![follow_up(costly_ref, "document"), follow_up(costly_ref, "neighbors")]
         } else {
@@ -304,7 +341,7 @@ pub fn reserve(
         warnings: warnings(g),
     };
     // The tag is counted at its bound (see [`cursor::PACK_TAG_TOKENS`]), not as this database keys it.
-    layout.reserve(&parts) + if cursor.is_some() { cursor::PACK_TAG_TOKENS } else { 0 }
+    layout.reserve(&parts, shown) + if cursor.is_some() { cursor::PACK_TAG_TOKENS } else { 0 }
 }
 
 /// Warnings a json envelope carries.
@@ -333,4 +370,24 @@ pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
     let reserve = reserve(req, &g, &layout, fitting_cursor(conn, req, &g)?, None, None);
     let pack = pack_at(&g, g.budget, &layout, reserve);
     Ok(Built { gathered: g, pack })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Whatever the reserve at the budget's own digits and at five digits (the latter larger by
+        /// up to a few tokens per number shown), the room for items never shrinks as the budget
+        /// grows, and below 1000 it is never less than the five-digit reserve leaves.
+        #[test]
+        fn the_room_for_items_never_shrinks_as_the_budget_grows(base in 0usize..400, extra in 0usize..12) {
+            let at = |shown: usize| if shown < TWO_GROUP_BUDGET { base } else { base + extra };
+            let room = |b: usize| b.saturating_sub(monotone_reserve(b, at));
+            for b in crate::profile::MIN_BUDGET as usize..2000 {
+                proptest::prop_assert!(room(b) <= room(b + 1), "{b}: {} > {}", room(b), room(b + 1));
+                proptest::prop_assert!(room(b) >= b.saturating_sub(base + extra), "{b}");
+            }
+        }
+    }
 }

@@ -937,14 +937,14 @@ impl Layout {
     }
 
     /// Tokens of everything but the items, the graph entries and the delta's per-item entries, at
-    /// their largest: what a pack must leave free. Session parts (`evicted`, `superseded`) count as
-    /// given.
-    pub fn reserve(&self, p: &Parts<'_>) -> usize {
+    /// their largest, with `used` shown as `used_bound`: what a pack must leave free. Session parts
+    /// (`evicted`, `superseded`) count as given.
+    pub fn reserve(&self, p: &Parts<'_>, used_bound: usize) -> usize {
         let id = Self::receipt_id(p);
         let units = self.units(p);
         let n = units.len();
         let total: usize =
-            units.iter().enumerate().map(|(i, x)| self.count_unit(&self.resolve(x, p, &id, 99_999), i, n)).sum();
+            units.iter().enumerate().map(|(i, x)| self.count_unit(&self.resolve(x, p, &id, used_bound), i, n)).sum();
         total + RESERVE_SLACK
     }
 }

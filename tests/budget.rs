@@ -351,3 +351,26 @@ fn a_long_note_keeps_its_summary_in_front() {
 
 /// What separates a summary from the text that follows it while its item grows.
 const SUMMARY_SEPARATOR: &str = "\n\n";
+
+/// At the smallest budget a json pack of short memories holds one: what is not items (keys, cursor,
+/// receipt) leaves room for an item of a line or so (the reserve counts the budget and `used` at the
+/// budget's own digits below 1000: context.rs, `monotone_reserve`).
+#[test]
+fn the_smallest_json_pack_holds_a_short_memory() {
+    let conn = common::open();
+    let who = ["上司", "同事", "表弟", "舅妈", "下属", "室友", "邻居", "老师"];
+    let what = ["去北京出差", "在上海开会", "到广州看展", "回成都过年", "去杭州旅游", "在深圳加班", "到西安讲课"];
+    for w in who {
+        for t in what {
+            let text = format!("{w}{t}。");
+            common::insert_memory(&conn, &common::Mem::new(&text).occurred_at("2026-04-01T08:00:00Z"));
+        }
+    }
+    let opts = serde_json::json!({"format": "json", "now": "2026-05-01T00:00:00Z"}).to_string();
+    let out: String =
+        conn.query_row("SELECT cmp_context('北京', 'gpt-4o', 300, NULL, ?1)", [&opts], |r| r.get(0)).unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["coverage"]["status"], "partial", "{out}");
+    assert!(!v["items"].as_array().unwrap().is_empty(), "{out}");
+    assert!(v["budget"]["used"].as_i64().unwrap() <= 300, "{out}");
+}

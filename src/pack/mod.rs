@@ -403,8 +403,9 @@ pub(crate) enum Cut {
     WorthItsRef,
 }
 
-/// Item `idx` admitted within `room`: its first ladder rung that fits, else `source` (its text, or
-/// its stored summary) truncated to fit, as `allow` allows; None when no such cut fits.
+/// Item `idx` admitted within `room`: its first ladder rung that fits (never the head sentence of an
+/// item with a stored summary), else `source` (its text, or its stored summary) truncated to fit, as
+/// `allow` allows; None when no such cut fits.
 pub(crate) fn fit_step(
     idx: usize,
     item: &Item,
@@ -414,7 +415,14 @@ pub(crate) fn fit_step(
     source: &str,
     allow: Cut,
 ) -> Option<Step> {
-    for (content, tag) in ladder::rungs(item) {
+    let rungs = ladder::rungs(item);
+    let summarised = rungs.iter().any(|r| r.1 == Some(Compression::Summary));
+    for (content, tag) in rungs {
+        // A stored summary is never lost to the head sentence, which only begins what it states:
+        // when the summary does not fit, a cut of `source` (the summary, in the room left) does.
+        if summarised && tag == Some(Compression::Head) {
+            continue;
+        }
         if m.content_tokens(&content) > room {
             continue;
         }
@@ -766,6 +774,23 @@ mod tests {
         // The top constraint's floor still takes any cut.
         let fl = floor_plan(1, &long, &params(GENERIC, 6000), Words::FRAMING + 1, &[]).expect("a cut");
         assert_eq!(Words.content_tokens(&fl.admit.content), 1);
+    }
+
+    #[test]
+    fn a_room_that_fits_the_head_sentence_but_not_the_summary_takes_a_cut_of_the_summary() {
+        let text = format!("Short head here. {}", words("t", 60));
+        let noted = Item { summary: Some(words("s", 12)), ..item("m", &text) };
+        let m = &Words;
+        // Six words of room: the head sentence (3 words) fits, the summary (12) does not.
+        let room = 6 + Words::FRAMING;
+        let summary = noted.summary.as_deref().unwrap_or_default();
+        let step = fit_step(0, &noted, m, room, &[], summary, Cut::WorthItsRef).expect("a cut of the summary");
+        assert_eq!(step.compressed, Some(Compression::Truncated));
+        assert!(step.content.starts_with("s0 s1"), "{}", step.content);
+        // Without a summary the head sentence is the rung that fits.
+        let plain = item("m", &text);
+        let step = fit_step(0, &plain, m, room, &[], &plain.content, Cut::WorthItsRef).expect("the head");
+        assert_eq!((step.content.as_str(), step.compressed), ("Short head here.", Some(Compression::Head)));
     }
 
     #[test]
