@@ -122,14 +122,7 @@ fn strings(field: &str, v: &Value) -> Result<Vec<String>> {
 
 /// Parses and validates MQL JSON text.
 pub fn parse(text: &str) -> Result<Mql> {
-    let v: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return Err(Error::invalid("mql", format!("must be a JSON object: {e}"))),
-    };
-    let Value::Object(map) = v else {
-        return Err(Error::invalid("mql", format!("must be a JSON object, got {}", short(&v))));
-    };
-    from_map(&map)
+    from_map(&crate::options::json_object(text, "mql")?)
 }
 
 /// Validates an MQL object. Fields are checked in the object's order: the first bad one is the error.

@@ -161,17 +161,84 @@ pub fn short(v: &Value) -> String {
     }
 }
 
+/// `text` as a JSON object for the argument `what` (options, mql): an error when it is not one, or
+/// when one of its objects, at any depth, gives a key twice. serde_json would keep the last of a
+/// repeated key and SQLite's JSON functions keep the first, so a caller that checks an object with
+/// one (`json_extract(opts, '$.scope')`) would see another object than cmp reads.
+pub fn json_object(text: &str, what: &str) -> Result<serde_json::Map<String, Value>> {
+    let v = match serde_json::from_str::<Unique>(text) {
+        Ok(Unique(v)) => v,
+        Err(e) => return Err(Error::invalid(what, format!("must be a JSON object: {e}"))),
+    };
+    match v {
+        Value::Object(map) => Ok(map),
+        v => Err(Error::invalid(what, format!("must be a JSON object, got {}", short(&v)))),
+    }
+}
+
+/// A JSON value in which no object gives a key twice ([`json_object`]).
+struct Unique(Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(UniqueVisitor)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Unique;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::Bool(b)))
+    }
+    fn visit_i64<E>(self, n: i64) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::from(n)))
+    }
+    fn visit_u64<E>(self, n: u64) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::from(n)))
+    }
+    fn visit_f64<E>(self, n: f64) -> std::result::Result<Unique, E> {
+        Ok(Unique(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)))
+    }
+    fn visit_str<E>(self, s: &str) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::String(s.to_string())))
+    }
+    fn visit_string<E>(self, s: String) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::String(s)))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::Null))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Unique, A::Error> {
+        let mut v = Vec::new();
+        while let Some(Unique(x)) = seq.next_element()? {
+            v.push(x);
+        }
+        Ok(Unique(Value::Array(v)))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Unique, A::Error> {
+        let mut m = serde_json::Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if m.contains_key(&k) {
+                return Err(serde::de::Error::custom(format!("key {k:?} given twice")));
+            }
+            let Unique(v) = map.next_value()?;
+            m.insert(k, v);
+        }
+        Ok(Unique(Value::Object(m)))
+    }
+}
+
 /// Parses `options`, accepting only the keys in `allowed`.
 pub fn parse(text: Option<&str>, allowed: &[&str]) -> Result<Options> {
     let mut o = Options::default();
     let Some(text) = text else { return Ok(o) };
-    let v: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return Err(Error::invalid("options", format!("must be a JSON object: {e}"))),
-    };
-    let Value::Object(map) = v else {
-        return Err(Error::invalid("options", format!("must be a JSON object, got {}", short(&v))));
-    };
+    let map = json_object(text, "options")?;
     for (k, v) in &map {
         if !allowed.contains(&k.as_str()) {
             return Err(Error::usage(format!("unknown option {k:?} (accepted: {})", allowed.join(", "))));
@@ -226,7 +293,7 @@ fn parse_embedding(v: &Value) -> Result<Vec<f32>> {
             _ => {
                 return Err(Error::invalid(
                     format!("query_embedding[{i}]"),
-                    format!("must be a finite number, got {}", short(x)),
+                    format!("must be a number a 32-bit float holds (|x| <= {:e}), got {}", f32::MAX, short(x)),
                 ))
             }
         }
@@ -241,6 +308,16 @@ mod tests {
     const ALL: &[&str] = &["format", "now", "as_of", "scope", "pin", "query_embedding", "send"];
 
     #[test]
+    fn a_json_object_keeps_every_value_and_refuses_a_repeated_key() {
+        let text = r#"{"a":[1,-2,3.5,"x",null,true,{"b":{}}],"c":{"d":18446744073709551615}}"#;
+        let map = json_object(text, "options").unwrap();
+        assert_eq!(Value::Object(map), serde_json::from_str::<Value>(text).unwrap());
+        assert!(json_object(r#"{"a":1,"b":{"a":2}}"#, "options").is_ok(), "one key per object");
+        let e = json_object(r#"{"a":[{"k":1,"k":1}]}"#, "mql").unwrap_err().to_string();
+        assert!(e.starts_with("mql must be a JSON object: key \"k\" given twice"), "{e}");
+    }
+
+    #[test]
     fn parses_and_rejects() {
         let o = parse(Some(r#"{"now":"2026-01-01","scope":"w","format":"json","pin":true}"#), ALL).unwrap();
         assert_eq!(o.scope, "w");
@@ -251,8 +328,17 @@ mod tests {
             (r#"{"nope":1}"#, "f: unknown option \"nope\""),
             (r#"{"now":"yesterday"}"#, "f: now must be an ISO-8601"),
             (r#"{"format":"xml"}"#, "f: format must be one of"),
-            (r#"{"query_embedding":[1,"a"]}"#, "f: query_embedding[1] must be a finite number"),
+            (r#"{"query_embedding":[1,"a"]}"#, "f: query_embedding[1] must be a number a 32-bit float holds"),
+            (
+                r#"{"query_embedding":[1e308]}"#,
+                "f: query_embedding[0] must be a number a 32-bit float holds (|x| <= 3.4028235e38), got 1e+308",
+            ),
             (r#"{"scope":""}"#, "f: scope must be a non-empty string"),
+            (r#"{"scope":"a","scope":"b"}"#, "f: options must be a JSON object: key \"scope\" given twice"),
+            (
+                r#"{"query_embedding":[1],"why":{"x":1,"x":2}}"#,
+                "f: options must be a JSON object: key \"x\" given twice",
+            ),
         ] {
             let e = parse(Some(bad), ALL).unwrap_err().in_function("f").to_string();
             assert!(e.starts_with(want), "{bad}: {e}");

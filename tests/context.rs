@@ -946,7 +946,7 @@ fn query_embedding_ranks_by_cosine() {
     for (bad, want) in [
         (json!("1,0"), "cmp_context: query_embedding must be an array of numbers"),
         (json!([]), "cmp_context: query_embedding must have 1..8192 numbers"),
-        (json!([1.0, "x"]), "cmp_context: query_embedding[1] must be a finite number"),
+        (json!([1.0, "x"]), "cmp_context: query_embedding[1] must be a number a 32-bit float holds"),
     ] {
         let e = error_of(try_context(
             &conn,

@@ -1511,6 +1511,26 @@ fn deep_json_is_a_parse_error_not_a_stack_overflow() {
     }
 }
 
+/// A key given twice in options or MQL is refused: serde_json would keep the last value and SQLite's
+/// JSON functions the first, so a caller that checks `json_extract(opts, '$.scope')` before the call
+/// would be shown another scope than cmp reads (a red-team pass read the default scope that way).
+#[test]
+fn a_key_given_twice_is_refused() {
+    let c = ctx();
+    let twice = r#"{"scope":"personal","scope":"default"}"#;
+    for (name, args) in [
+        ("cmp_search", vec![t("atlas"), t(twice)]),
+        ("cmp_context", vec![t("atlas"), Arg::Null, Arg::Null, Arg::Null, t(twice)]),
+        ("cmp_query", vec![t(r#"{"find":"atlas","scope":"personal","scope":"default"}"#)]),
+        ("cmp_query", vec![t(r#"{"find":"atlas","where":{"kind":"semantic","kind":"episodic"}}"#)]),
+        ("cmp_expand", vec![t(DECISION_ID), t("document"), t(twice)]),
+    ] {
+        let o = once(&c, name, &args);
+        assert_refused(&o, &format!("{name}: "));
+        assert!(err_of(&o).contains("given twice"), "{name}: {o:?}");
+    }
+}
+
 /// JSON oddities that parse: duplicate keys (the last one wins, as serde_json reads them), huge
 /// integers (read as floats), and numbers out of float range (a parse error).
 #[test]
@@ -1683,7 +1703,10 @@ fn stateful_functions_refuse_to_run_from_schema_objects() {
                    SELECT cmp_context('atlas', NULL, NULL, 'from-trigger');
                  END;
                  CREATE VIEW p AS SELECT cmp_version() || cmp_profile('gpt') || cmp_tokens('abc') AS x;
-                 CREATE VIEW s AS SELECT count(*) AS n FROM cmp_search('atlas');",
+                 CREATE VIEW s AS SELECT count(*) AS n FROM cmp_search('atlas', '{\"scope\":\"personal\"}');
+                 CREATE VIEW it AS SELECT count(*) AS n FROM cmp_items('atlas');
+                 CREATE TABLE q(x); CREATE TABLE log(r);
+                 CREATE TRIGGER tq AFTER INSERT ON q BEGIN INSERT INTO log SELECT ref FROM cmp_search(NEW.x); END;",
             )
             .expect("create schema objects");
     }
@@ -1697,5 +1720,14 @@ fn stateful_functions_refuse_to_run_from_schema_objects() {
     let sessions: i64 = conn.query_row("SELECT count(*) FROM cmp_sessions", [], |r| r.get(0)).expect("count");
     assert_eq!(sessions, 0);
     assert!(run_sql(&conn, "SELECT x FROM p", &[]).is_ok(), "pure functions are innocuous");
-    assert!(run_sql(&conn, "SELECT n FROM s", &[]).is_ok(), "table-valued functions are not DIRECTONLY");
+    // The table-valued functions read any scope and take an embedder's folder: DIRECTONLY too.
+    for sql in ["SELECT n FROM s", "SELECT n FROM it", "INSERT INTO q VALUES ('atlas')"] {
+        let e = run_sql(&conn, sql, &[]).expect_err("a table-valued function ran from a schema object");
+        assert!(e.starts_with("unsafe use of virtual table \"cmp_"), "{sql}: {e}");
+    }
+    let logged: i64 = conn.query_row("SELECT count(*) FROM log", [], |r| r.get(0)).expect("count");
+    assert_eq!(logged, 0);
+    // The application's own TEMP view may use them.
+    conn.execute_batch("CREATE TEMP VIEW mine AS SELECT count(*) AS n FROM cmp_search('atlas')").expect("temp view");
+    assert!(run_sql(&conn, "SELECT n FROM mine", &[]).is_ok(), "a TEMP view is the application's own");
 }

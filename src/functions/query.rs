@@ -6,7 +6,6 @@ use crate::error::{Error, Result};
 use crate::mql;
 use crate::query::{resume, run};
 use rusqlite::functions::Context;
-use serde_json::Value;
 
 /// `cmp_query(mql)`. `{"cursor": "mqlc:…"}` resumes a cursor.
 pub fn query(ctx: &Context<'_>) -> Result<String> {
@@ -15,7 +14,7 @@ pub fn query(ctx: &Context<'_>) -> Result<String> {
         return Err(Error::invalid("mql", "must be a JSON object, got NULL"));
     };
     let conn = unsafe { ctx.get_connection() }?;
-    if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&text) {
+    if let Ok(map) = crate::options::json_object(&text, "mql") {
         if let Some(c) = map.get("cursor") {
             if map.len() != 1 {
                 return Err(Error::usage("cursor must be given alone: {\"cursor\": \"mqlc:…\"}"));

@@ -1,11 +1,11 @@
-//! A generic eponymous table-valued function: `SELECT * FROM name(arg1, arg2, …)`. Arguments are
+//! A generic eponymous table-valued function: `SELECT * FROM name(arg1, arg2, …)`, `DIRECTONLY`. Arguments are
 //! hidden columns; rows are computed once per scan by [`TableFn::rows`]. Rusqlite does not guard
 //! virtual-table callbacks against panics, so the computation runs behind `catch_unwind` here: a
 //! panic becomes an SQL error, never an abort of the host.
 
 use rusqlite::ffi;
 use rusqlite::types::{Value, ValueRef};
-use rusqlite::vtab::{Context, Filters, IndexConstraintOp, IndexInfo, VTab, VTabConnection, VTabCursor};
+use rusqlite::vtab::{Context, Filters, IndexConstraintOp, IndexInfo, VTab, VTabConfig, VTabConnection, VTabCursor};
 use rusqlite::{Connection, Result};
 use std::borrow::Cow;
 use std::ffi::{c_int, CStr};
@@ -48,6 +48,9 @@ unsafe impl<'vtab, T: TableFn> VTab<'vtab> for Tab<T> {
         _table: &[u8],
         _args: &[&[u8]],
     ) -> Result<(Cow<'static, CStr>, Self)> {
+        // Like the scalar functions that read the database: callable from top-level SQL only, so a
+        // view or trigger stored in a database file cannot read a scope its caller did not ask for.
+        db.config(VTabConfig::DirectOnly)?;
         let handle = unsafe { db.handle() };
         if T::KEEPS_STATEMENTS {
             super::conn::register(handle);
