@@ -316,8 +316,8 @@ fn reserve_showing(
         budget: shown,
         used: 0,
         items_used: 0,
-        excluded: if g.items.is_empty() { Vec::new() } else { vec![0] },
-        // No more are folded than there are candidates.
+        // No more are left out or folded than there are candidates.
+        excluded: vec![0; g.items.len()],
         deduped: g.items.len(),
         intent: g.intent,
     };
