@@ -226,13 +226,26 @@ const CURSOR_SHARE: usize = 4;
 /// (its header says how many memories were left out); its `More: cmp_expand(…)` line, which holds
 /// the task, cost 40–50 tokens of every partial pack (BENCHMARKS.md, "What a pack costs").
 pub fn fitting_cursor(conn: &Connection, req: &Request<'_>, g: &Gathered) -> Result<Option<String>> {
+    Ok(cursor_at(conn, req, g, g.budget)?.ok())
+}
+
+/// The first page's cursor at `budget` when it fits its share, else the tokens it is counted at
+/// (its tag at its bound); `Err(0)` when the output shows none (markdown without `audit`).
+fn cursor_at(
+    conn: &Connection,
+    req: &Request<'_>,
+    g: &Gathered,
+    budget: usize,
+) -> Result<std::result::Result<String, usize>> {
     if req.options.format == crate::options::Format::Markdown && !req.options.audit {
-        return Ok(None);
+        return Ok(Err(0));
     }
-    let c = pack_cursor(conn, req, g.budget, 0)?;
-    let cap = g.budget / CURSOR_SHARE;
-    let bound = g.counter.count_capped(cursor::untagged(&c), cap).saturating_add(cursor::PACK_TAG_TOKENS);
-    Ok((bound <= cap).then_some(c))
+    let c = pack_cursor(conn, req, budget, 0)?;
+    // Counted exactly up to the share of the largest budget, so a cursor left out here knows the
+    // budget at which it would fit (the same at every budget that leaves it out).
+    let most = g.profile.pack_token_budget as usize / CURSOR_SHARE;
+    let bound = g.counter.count_capped(cursor::untagged(&c), most).saturating_add(cursor::PACK_TAG_TOKENS);
+    Ok(if bound <= budget / CURSOR_SHARE { Ok(c) } else { Err(bound) })
 }
 
 /// Suggested next calls for a pack, with `audit`: the full text of a compressed item, the neighbours
@@ -267,30 +280,69 @@ const LARGEST_SHOWN: usize = 99_999;
 /// What the output needs besides the items, at its largest: the legend and framing, the cursor (its
 /// tag at its bound), the follow-ups for the candidate whose ref costs most, the receipt, the given
 /// session delta. Below [`TWO_GROUP_BUDGET`] the budget and `used` are counted as the budget's own
-/// three digits, but the room left for items never exceeds what the reserve at that budget leaves
-/// ([`monotone_reserve`]): a larger budget never packs less.
+/// three digits. What is not items grows at two larger budgets: there, and where a cursor left out
+/// for its cost first fits its share ([`CURSOR_SHARE`]); the reserve is raised so the room for items
+/// never exceeds what those budgets leave ([`monotone_reserve`]): a larger budget never packs less.
+/// `first_page` is the call's own cursor ([`fitting_cursor`]).
 pub fn reserve(
+    conn: &Connection,
     req: &Request<'_>,
     g: &Gathered,
     layout: &Layout,
-    cursor: Option<String>,
+    first_page: Option<&str>,
     delta: Option<&crate::session::Delta>,
     session_id: Option<&str>,
-) -> usize {
-    let at = |shown: usize| reserve_showing(req, g, layout, cursor.as_deref(), delta, session_id, shown);
-    monotone_reserve(g.budget, at)
+) -> Result<usize> {
+    let at = |budget: usize, cursor: Option<&str>| {
+        let shown = if budget < TWO_GROUP_BUDGET { budget } else { LARGEST_SHOWN };
+        reserve_showing(req, g, layout, cursor, delta, session_id, shown)
+    };
+    let own = at(g.budget, first_page);
+    let largest = g.profile.pack_token_budget as usize;
+    let mut later = Vec::new();
+    if g.budget < TWO_GROUP_BUDGET && TWO_GROUP_BUDGET <= largest {
+        let c = cursor_at(conn, req, g, TWO_GROUP_BUDGET)?.ok();
+        later.push((TWO_GROUP_BUDGET, at(TWO_GROUP_BUDGET, c.as_deref())));
+    }
+    if first_page.is_none() {
+        if let Some((b, c)) = first_cursor_budget(conn, req, g, largest)? {
+            later.push((b, at(b, Some(&c))));
+        }
+    }
+    Ok(monotone_reserve(g.budget, own, &later))
 }
 
-/// The reserve at `budget` from `at` (the reserve with budget and `used` shown as a given number):
-/// from [`TWO_GROUP_BUDGET`] on, at the largest number shown; below it, at the budget itself, but
-/// never leaving more room for items than [`TWO_GROUP_BUDGET`] leaves, so the room for items
-/// (`budget - reserve`) never shrinks as the budget grows.
-fn monotone_reserve(budget: usize, at: impl Fn(usize) -> usize) -> usize {
-    let largest = at(LARGEST_SHOWN);
-    if budget >= TWO_GROUP_BUDGET {
-        return largest;
+/// The smallest budget above the call's, up to `largest`, at which a cursor the call leaves out for
+/// its cost fits its share, with that cursor; None when there is none (or the output shows none).
+fn first_cursor_budget(
+    conn: &Connection,
+    req: &Request<'_>,
+    g: &Gathered,
+    largest: usize,
+) -> Result<Option<(usize, String)>> {
+    let mut bound = match cursor_at(conn, req, g, g.budget)? {
+        Err(bound) if bound > 0 => bound,
+        _ => return Ok(None),
+    };
+    // The cursor holds the budget's digits: one more digit group can add a token, so look again.
+    for _ in 0..3 {
+        let b = bound.saturating_mul(CURSOR_SHARE);
+        if b > largest {
+            return Ok(None);
+        }
+        match cursor_at(conn, req, g, b)? {
+            Ok(c) => return Ok(Some((b, c))),
+            Err(next) => bound = next.max(bound + 1),
+        }
     }
-    at(budget).max(largest.saturating_sub(TWO_GROUP_BUDGET - budget))
+    Ok(None)
+}
+
+/// The reserve at `budget`, `own` there, raised so that the room for items (`budget - reserve`)
+/// never exceeds what a larger budget of `later` ((budget, reserve) pairs) leaves: the room then
+/// never shrinks as the budget grows, wherever what is not items grows.
+fn monotone_reserve(budget: usize, own: usize, later: &[(usize, usize)]) -> usize {
+    later.iter().filter(|(b, _)| *b > budget).map(|&(b, r)| r.saturating_sub(b - budget)).fold(own, usize::max)
 }
 
 /// [`reserve`] with the budget and `used` shown as `shown`.
@@ -335,8 +387,9 @@ fn reserve_showing(
         delta,
         session_id,
         at: time::format(o.now),
-        // A real digest's hex, so the reserve counts what a sha costs.
-        sha: crate::envelope::canonical(g.profile.name, &dummy, 99_999).1,
+        // A real digest's hex, so the reserve counts what a sha costs; the same at every budget (the
+        // receipt id is derived from it, and its tokens vary from one digest to another).
+        sha: crate::envelope::canonical(g.profile.name, &Pack { budget: LARGEST_SHOWN, ..dummy.clone() }, 99_999).1,
         pin: o.pin.then(|| json!({"sha": digest(b"pin"), "bytes": 99_999_999})),
         warnings: warnings(g),
     };
@@ -367,7 +420,8 @@ pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
     let g = gather(conn, req)?;
     let legend = if req.options.full_legend { Legend::Full } else { Legend::Compact };
     let layout = layout(req.options, g.counter, false, legend);
-    let reserve = reserve(req, &g, &layout, fitting_cursor(conn, req, &g)?, None, None);
+    let first = fitting_cursor(conn, req, &g)?;
+    let reserve = reserve(conn, req, &g, &layout, first.as_deref(), None, None)?;
     let pack = pack_at(&g, g.budget, &layout, reserve);
     Ok(Built { gathered: g, pack })
 }
@@ -377,16 +431,24 @@ mod tests {
     use super::*;
 
     proptest::proptest! {
-        /// Whatever the reserve at the budget's own digits and at five digits (the latter larger by
-        /// up to a few tokens per number shown), the room for items never shrinks as the budget
-        /// grows, and below 1000 it is never less than the five-digit reserve leaves.
+        /// However what is not items grows with the budget (a step function: more digits, a cursor
+        /// that starts to fit), the room for items never shrinks as the budget grows, and is never
+        /// less than the largest reserve leaves.
         #[test]
-        fn the_room_for_items_never_shrinks_as_the_budget_grows(base in 0usize..400, extra in 0usize..12) {
-            let at = |shown: usize| if shown < TWO_GROUP_BUDGET { base } else { base + extra };
-            let room = |b: usize| b.saturating_sub(monotone_reserve(b, at));
-            for b in crate::profile::MIN_BUDGET as usize..2000 {
+        fn the_room_for_items_never_shrinks_as_the_budget_grows(
+            base in 0usize..400,
+            steps in proptest::collection::vec((300usize..3000, 0usize..400), 0..4),
+        ) {
+            let at = |b: usize| base + steps.iter().filter(|(from, _)| b >= *from).map(|s| s.1).sum::<usize>();
+            let room = |b: usize| {
+                let later: Vec<(usize, usize)> = steps.iter().map(|s| (s.0, at(s.0))).collect();
+                b.saturating_sub(monotone_reserve(b, at(b), &later))
+            };
+            let most = base + steps.iter().map(|s| s.1).sum::<usize>();
+            for b in crate::profile::MIN_BUDGET as usize..3000 {
                 proptest::prop_assert!(room(b) <= room(b + 1), "{b}: {} > {}", room(b), room(b + 1));
-                proptest::prop_assert!(room(b) >= b.saturating_sub(base + extra), "{b}");
+                proptest::prop_assert!(room(b) >= b.saturating_sub(most), "{b}");
+                proptest::prop_assert!(room(b) <= b.saturating_sub(at(b)), "{b}: more room than its own reserve leaves");
             }
         }
     }

@@ -374,3 +374,55 @@ fn the_smallest_json_pack_holds_a_short_memory() {
     assert!(!v["items"].as_array().unwrap().is_empty(), "{out}");
     assert!(v["budget"]["used"].as_i64().unwrap() <= 300, "{out}");
 }
+
+/// A long task makes a long pack cursor, which is left out below the budget where it fits its
+/// share and shown from there on: the room for items must not shrink where it appears, nor where
+/// the budget and `used` take a second digit group (1000). Every budget from 300 to 1300.
+#[test]
+fn a_cursor_that_starts_to_fit_costs_no_memory() {
+    let conn = common::open();
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
+        "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
+    ];
+    let mut seed = 7u64;
+    let mut word = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        words[(seed >> 33) as usize % words.len()]
+    };
+    for i in 0..300usize {
+        let text: Vec<&str> = (0..12).map(|_| word()).collect();
+        common::insert_memory(
+            &conn,
+            &common::Mem::new(&format!("note {i}: {}", text.join(" "))).captured_at("2026-01-01T00:00:00Z"),
+        );
+    }
+    let task: Vec<&str> = (0..150).map(|_| word()).collect();
+    let task = task.join(" ");
+    for format in ["json"] {
+        let opts = serde_json::json!({"now": common::NOW, "format": format}).to_string();
+        let mut before: Option<(i64, Vec<String>, bool)> = None;
+        let mut shown = (false, false);
+        for budget in 300..=1300i64 {
+            let out: String = conn
+                .query_row(
+                    "SELECT cmp_context(?1, 'gpt-4o', ?2, NULL, ?3)",
+                    rusqlite::params![&task, budget, &opts],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            let v: Value = serde_json::from_str(&out).unwrap();
+            let refs: Vec<String> =
+                v["items"].as_array().unwrap().iter().map(|i| i["ref"].as_str().unwrap().to_string()).collect();
+            let cursor = !v["cursor"].is_null();
+            if let Some((b, small, _)) = &before {
+                for r in small {
+                    assert!(refs.contains(r), "{format}: {r} packed at {b}, lost at {budget} (cursor {cursor})");
+                }
+            }
+            shown = (shown.0 || !cursor, shown.1 || cursor);
+            before = Some((budget, refs, cursor));
+        }
+        assert!(shown.0 && shown.1, "{format}: the cursor is left out at some budgets and shown at others");
+    }
+}

@@ -66,7 +66,7 @@ fn fit(
     // The first page's cursor: the same for every round, shown only when the pack is partial.
     let t = crate::timing::phase("render: cursor, reserve");
     let first_page = context::fitting_cursor(conn, req, g)?;
-    let reserve = context::reserve(req, g, layout, first_page.clone(), worst.as_ref(), sid);
+    let reserve = context::reserve(conn, req, g, layout, first_page.as_deref(), worst.as_ref(), sid)?;
     drop(t);
     // A budget too small for the compact legend gets the minimal one (about and rules) and no items:
     // the items' room is still judged against the compact legend, so no budget packs more than a
