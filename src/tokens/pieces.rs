@@ -201,10 +201,10 @@ const MAX_KEPT_BYTES: usize = 64;
 /// character costs one part's merge (and its memory, a few hundred kilobytes), not a merge of the
 /// whole run. (It was first a guard: tiktoken-rs's pattern overflowed its backtracking stack on a
 /// run of about a million and panicked; cmp no longer runs that pattern, see [`super::bpe`].) A run
-/// of spaces encodes as a repeating pattern of tokens of 2^k characters, so parts of 2^14
-/// characters add up to the whole run's count, as a test checks against the encoder; for some other
-/// characters the sum is one token per part off (16,386 newlines in `cl100k_base`: 513 for 514;
-/// 16,385 tabs: 1025 for 1024), which docs/protocol.md states. No pack holds a run counted short.
+/// of one repeated character (what text holds: spaces, tabs, newlines, no-break or ideographic
+/// spaces) encodes from its start as a repeating pattern of tokens of 2^k characters, and its end on
+/// its own, so whole parts of 2^14 characters from the start, the last one with the rest of the run,
+/// add up to the whole run's count, as a test checks against the encoder.
 const MAX_SPACE_RUN: usize = 1 << 14;
 
 /// Tokens of one piece: looked up, or encoded by `encode` the first time this thread meets it.
@@ -267,8 +267,19 @@ fn long_piece_parts(piece: &str) -> Vec<(&str, usize)> {
     if !is_long_space_run(piece) {
         return vec![(piece, 1)];
     }
+    let mut cut: Vec<&str> = char_parts(piece, MAX_SPACE_RUN).collect();
+    // The end of a run encodes on its own (16,386 newlines end in tokens of 16, 8 and 10 newlines in
+    // `cl100k_base`, not 32 and 2; 16,385 tabs in one of 17): the last whole part takes the shorter
+    // rest with it, so only whole parts are cut from the start of the run.
+    if let [.., whole, rest] = cut.as_slice() {
+        if rest.chars().count() < MAX_SPACE_RUN {
+            let tail = &piece[piece.len() - whole.len() - rest.len()..];
+            cut.truncate(cut.len() - 2);
+            cut.push(tail);
+        }
+    }
     let mut parts: Vec<(&str, usize)> = Vec::new();
-    for part in char_parts(piece, MAX_SPACE_RUN) {
+    for part in cut {
         match parts.last_mut() {
             Some((p, times)) if *p == part => *times += 1,
             _ => parts.push((part, 1)),
@@ -492,11 +503,19 @@ mod tests {
     fn long_runs_of_white_space_count_as_the_encoder_counts_them() {
         // Runs of one repeated character past the part size, each between words, as text holds them;
         // the encoder itself fails (a panic) on runs of about a million characters.
-        for c in [' ', '\t', '\u{b}', '\u{a0}', '\u{2003}', '\u{3000}'] {
+        for c in [' ', '\t', '\n', '\u{b}', '\u{a0}', '\u{2003}', '\u{3000}'] {
             for n in [MAX_SPACE_RUN + 1, 2 * MAX_SPACE_RUN + 77, 300_001] {
                 let text = format!("a{}b", c.to_string().repeat(n));
                 for enc in [Encoding::O200k, Encoding::Cl100k] {
                     assert_eq!(count(enc, &text, |p| full(enc, p)), full(enc, &text), "{enc:?} {c:?} × {n}");
+                }
+            }
+            // A run that is the whole text, its last part shorter than the others (a red-team pass
+            // found 16,386 newlines counted 513 for cl100k's 514, and 16,385 tabs 1025 for 1024).
+            for n in [MAX_SPACE_RUN + 1, MAX_SPACE_RUN + 2, 2 * MAX_SPACE_RUN + 34, 3 * MAX_SPACE_RUN + 17] {
+                let text = c.to_string().repeat(n);
+                for enc in [Encoding::O200k, Encoding::Cl100k] {
+                    assert_eq!(count(enc, &text, |p| full(enc, p)), full(enc, &text), "{enc:?} {c:?} × {n} alone");
                 }
             }
         }
