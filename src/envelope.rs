@@ -945,14 +945,15 @@ impl Layout {
         let n = units.len();
         let total: usize =
             units.iter().enumerate().map(|(i, x)| self.count_unit(&self.resolve(x, p, &id, used_bound), i, n)).sum();
-        // Markdown shows no receipt, so it needs no slack for one.
-        let receipt = units.iter().any(|x| matches!(x, Unit::Receipt));
-        total + if receipt { RESERVE_SLACK } else { 0 }
+        // A markdown pack without a cursor line shows neither digest, so it needs no slack.
+        let digests = p.cursor.is_some() || units.iter().any(|x| matches!(x, Unit::Receipt));
+        total + if digests { RESERVE_SLACK } else { 0 }
     }
 }
 
-/// Tokens kept free beyond the measured reserve of an output that shows a receipt: the receipt id
-/// is a hex digest whose token count varies by a few tokens from one hash to another.
+/// Tokens kept free beyond the measured reserve of an output that shows a receipt or a cursor: the
+/// receipt id is a hex digest whose token count varies by a few tokens from one hash to another,
+/// and the cursor's tag, counted at its bound, can merge with the characters around it.
 pub const RESERVE_SLACK: usize = 8;
 
 #[cfg(test)]
