@@ -363,9 +363,9 @@ fn reserve_showing(
         ""
     };
     let digest = |b: &[u8]| crate::envelope::hex(&<sha2::Sha256 as sha2::Digest>::digest(b));
-    let dummy = Pack {
+    let mut dummy = Pack {
         items: Vec::new(),
-        budget: shown,
+        budget: LARGEST_SHOWN,
         used: 0,
         items_used: 0,
         // No more are left out or folded than there are candidates.
@@ -373,6 +373,10 @@ fn reserve_showing(
         deduped: g.items.len(),
         intent: g.intent,
     };
+    // A real digest's hex, so the reserve counts what a sha costs; the same at every budget (the
+    // receipt id is derived from it, and its tokens vary from one digest to another).
+    let sha = crate::envelope::canonical(g.profile.name, &dummy, 99_999).1;
+    dummy.budget = shown;
     let parts = Parts {
         model: g.profile.name,
         pack: &dummy,
@@ -387,9 +391,7 @@ fn reserve_showing(
         delta,
         session_id,
         at: time::format(o.now),
-        // A real digest's hex, so the reserve counts what a sha costs; the same at every budget (the
-        // receipt id is derived from it, and its tokens vary from one digest to another).
-        sha: crate::envelope::canonical(g.profile.name, &Pack { budget: LARGEST_SHOWN, ..dummy.clone() }, 99_999).1,
+        sha,
         pin: o.pin.then(|| json!({"sha": digest(b"pin"), "bytes": 99_999_999})),
         warnings: warnings(g),
     };

@@ -353,8 +353,8 @@ fn a_long_note_keeps_its_summary_in_front() {
 const SUMMARY_SEPARATOR: &str = "\n\n";
 
 /// At the smallest budget a json pack of short memories holds one: what is not items (keys, cursor,
-/// receipt) leaves room for an item of a line or so (the reserve counts the budget and `used` at the
-/// budget's own digits below 1000: context.rs, `monotone_reserve`).
+/// receipt) leaves room for an item of a line or so. (A floor, not the reserve's digit rule: this
+/// store fitted an item at 300 before that rule too; `monotone_reserve`'s property test checks it.)
 #[test]
 fn the_smallest_json_pack_holds_a_short_memory() {
     let conn = common::open();
