@@ -312,6 +312,43 @@ pub fn reserve(
     Ok(monotone_reserve(g.budget, own, &later))
 }
 
+/// The layout a call renders with and the reserve its items' room is judged against. The compact
+/// legend's key and field descriptions cost about 70 tokens more in SMP than the minimal legend
+/// (`about` and the rules). A budget whose room for items under the compact legend would not hold
+/// the best candidate in full (nor that gap) carries the minimal legend, its items' room capped at
+/// that need: a small budget spends those tokens on a memory, not on descriptions. The need is the
+/// same at every budget of a call and the room under the compact legend never shrinks as the
+/// budget grows ([`reserve`]), so where the compact legend takes over it leaves at least the
+/// need: a larger budget still never packs less.
+pub fn legend_and_reserve(
+    conn: &Connection,
+    req: &Request<'_>,
+    g: &Gathered,
+    layout: &Layout,
+    first_page: Option<&str>,
+    delta: Option<&crate::session::Delta>,
+    session_id: Option<&str>,
+) -> Result<(Layout, usize)> {
+    let own = reserve(conn, req, g, layout, first_page, delta, session_id)?;
+    let minimal = Layout { legend: Legend::Minimal, ..*layout };
+    let gap = layout.legend_cost().saturating_sub(minimal.legend_cost());
+    if layout.legend != Legend::Compact || gap == 0 {
+        return Ok((*layout, own));
+    }
+    let need = g.items.first().map_or(gap, |it| full_cost(layout, it).max(gap));
+    if g.budget >= own + need {
+        return Ok((*layout, own));
+    }
+    let small = reserve(conn, req, g, &minimal, first_page, delta, session_id)?;
+    Ok((minimal, small.max(g.budget.saturating_sub(need))))
+}
+
+/// Tokens an item adds in full: its units and the shared units it needs (a graph entry, a heading).
+fn full_cost(layout: &Layout, item: &Item) -> usize {
+    use pack::Meter;
+    layout.cost(item, &item.content, None, &[]) + layout.groups(item).iter().map(|(_, n)| n).sum::<usize>()
+}
+
 /// The smallest budget above the call's, up to `largest`, at which a cursor the call leaves out for
 /// its cost fits its share, with that cursor; None when there is none (or the output shows none).
 fn first_cursor_budget(
@@ -423,7 +460,7 @@ pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
     let legend = if req.options.full_legend { Legend::Full } else { Legend::Compact };
     let layout = layout(req.options, g.counter, false, legend);
     let first = fitting_cursor(conn, req, &g)?;
-    let reserve = reserve(conn, req, &g, &layout, first.as_deref(), None, None)?;
+    let (layout, reserve) = legend_and_reserve(conn, req, &g, &layout, first.as_deref(), None, None)?;
     let pack = pack_at(&g, g.budget, &layout, reserve);
     Ok(Built { gathered: g, pack })
 }

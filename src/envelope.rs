@@ -78,8 +78,8 @@ pub enum Legend {
     Compact,
     /// The long descriptions (option `legend: "full"`).
     Full,
-    /// Only `about` and the rules: what an envelope carries when its budget cannot hold the compact
-    /// legend (the items then have no room either).
+    /// Only `about` and the rules: what an envelope carries when the compact legend would leave its
+    /// items less room than the key and field descriptions cost ([`crate::context::legend_and_reserve`]).
     Minimal,
     /// Null: this session already holds this legend.
     Held,
@@ -442,6 +442,14 @@ struct View<'a> {
 impl Layout {
     fn audit(&self) -> bool {
         self.audit || self.format == Format::Json
+    }
+
+    /// Tokens of the legend line this layout renders (none outside SMP).
+    pub fn legend_cost(&self) -> usize {
+        if self.format != Format::Smp {
+            return 0;
+        }
+        self.unit(&format!("\"legend\":{},", legend(self.legend).unwrap_or(Value::Null)))
     }
 
     /// Tokens of one unit (with the newline that follows it).

@@ -277,6 +277,29 @@ proptest! {
         }
     }
 
+    /// Below about 450 tokens an SMP pack carries the minimal legend where the compact one would
+    /// not leave room for its best candidate: a larger budget still packs a superset across the
+    /// switch, every profile.
+    #[test]
+    fn small_smp_budgets_pack_supersets_across_the_legend_switch(
+        specs in prop::collection::vec(spec(), 1..30),
+        task in task(),
+        b1 in 300i64..700,
+        extra in 0i64..400,
+        m in 0usize..MODELS.len(),
+    ) {
+        let conn = store(&specs, false);
+        let model = MODELS[m];
+        let opts = json!({"now": NOW});
+        let (Ok(small), Ok(large)) = (context(&conn, &task, model, b1, None, &opts), context(&conn, &task, model, b1 + extra, None, &opts)) else {
+            return Ok(());
+        };
+        let large_refs: HashSet<String> = refs_of(&large).into_iter().collect();
+        for r in refs_of(&small) {
+            prop_assert!(large_refs.contains(&r), "{} lost between {} and {}", r, b1, b1 + extra);
+        }
+    }
+
     /// Every ref packed at a budget is packed at any larger budget, in every format.
     #[test]
     fn larger_budgets_pack_supersets(
@@ -373,6 +396,51 @@ fn the_smallest_json_pack_holds_a_short_memory() {
     assert_eq!(v["coverage"]["status"], "partial", "{out}");
     assert!(!v["items"].as_array().unwrap().is_empty(), "{out}");
     assert!(v["budget"]["used"].as_i64().unwrap() <= 300, "{out}");
+}
+
+/// A small SMP budget spends its tokens on a memory rather than on the legend's key and field
+/// descriptions: where the compact legend would leave too little room for the best candidate, the
+/// pack carries the minimal legend (about and rules) and the memory. Every budget from 300 to 700
+/// packs a superset of the one before, and the compact legend takes over where it leaves room.
+#[test]
+fn a_small_smp_pack_holds_a_memory_with_the_minimal_legend() {
+    let conn = common::open();
+    let alice = common::insert_memory(
+        &conn,
+        &common::Mem::new("Alice moved to Berlin in 2021 to work at a robotics startup.").kind("semantic"),
+    );
+    common::insert_memory(&conn, &common::Mem::new("Alice prefers tea over coffee.").kind("preference"));
+    let opts = json!({"now": NOW}).to_string();
+    let mut before: Option<(i64, Vec<String>)> = None;
+    let (mut minimal_with_memory, mut compact) = (None, None);
+    for budget in 300..=700i64 {
+        let out: String = conn
+            .query_row(
+                "SELECT cmp_context('where does Alice live?', 'gpt-4o', ?1, NULL, ?2)",
+                rusqlite::params![budget, &opts],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let refs = refs_of(&out);
+        let minimal = v["legend"]["envelope"].as_object().unwrap().is_empty();
+        if minimal && refs.contains(&alice) {
+            minimal_with_memory.get_or_insert(budget);
+        }
+        if !minimal {
+            compact.get_or_insert(budget);
+        } else {
+            assert!(compact.is_none(), "the minimal legend again at {budget}, after the compact one at {compact:?}");
+        }
+        if let Some((b, small)) = &before {
+            for r in small {
+                assert!(refs.contains(r), "{r} packed at {b}, lost at {budget}");
+            }
+        }
+        before = Some((budget, refs));
+    }
+    let (first, switch) = (minimal_with_memory.expect("a minimal-legend pack holds the memory"), compact.unwrap());
+    assert!(first < switch && switch < 500, "memory from {first} with the minimal legend, compact from {switch}");
 }
 
 /// A long task makes a long pack cursor, which is left out below the budget where it fits its

@@ -66,17 +66,13 @@ fn fit(
     // The first page's cursor: the same for every round, shown only when the pack is partial.
     let t = crate::timing::phase("render: cursor, reserve");
     let first_page = context::fitting_cursor(conn, req, g)?;
-    let reserve = context::reserve(conn, req, g, layout, first_page.as_deref(), worst.as_ref(), sid)?;
+    let (render_with, reserve) =
+        context::legend_and_reserve(conn, req, g, layout, first_page.as_deref(), worst.as_ref(), sid)?;
     drop(t);
-    // A budget too small for the compact legend gets the minimal one (about and rules) and no items:
-    // the items' room is still judged against the compact legend, so no budget packs more than a
-    // larger one.
-    let minimal = envelope::Layout { legend: Legend::Minimal, ..*layout };
-    let render_with = if reserve > g.budget && layout.legend == Legend::Compact { &minimal } else { layout };
     let mut budget = g.budget;
     for _ in 0..FIT_ROUNDS {
         let t = crate::timing::phase("render: pack");
-        let pack = context::pack_at(g, budget, layout, reserve);
+        let pack = context::pack_at(g, budget, &render_with, reserve);
         drop(t);
         let refs: Vec<(String, Option<f64>)> =
             pack.items.iter().map(|p| (p.item.r#ref.clone(), p.item.relevance)).collect();
