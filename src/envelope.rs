@@ -102,20 +102,32 @@ pub fn legend(kind: Legend) -> Option<Value> {
     }))
 }
 
-/// A short fingerprint of a legend, so a session knows whether it holds this one. The legends are
-/// constants, so each is hashed once per process (hashing one cost a session turn more than reading
-/// its state).
+impl Legend {
+    /// Its place in per-legend tables.
+    fn slot(self) -> usize {
+        match self {
+            Legend::Compact => 0,
+            Legend::Full => 1,
+            Legend::Minimal => 2,
+            Legend::Held => 3,
+        }
+    }
+}
+
+/// The legend's JSON text (`null` when held). The legends are constants, so each is serialised once
+/// per process: every render and every reserve writes one.
+fn legend_text(kind: Legend) -> &'static str {
+    static TEXTS: [std::sync::OnceLock<String>; 4] = [const { std::sync::OnceLock::new() }; 4];
+    TEXTS[kind.slot()].get_or_init(|| legend(kind).unwrap_or(Value::Null).to_string())
+}
+
+/// A short fingerprint of a legend, so a session knows whether it holds this one, hashed once per
+/// process (hashing one cost a session turn more than reading its state).
 pub fn legend_id(kind: Legend) -> String {
     static IDS: [std::sync::OnceLock<String>; 4] = [const { std::sync::OnceLock::new() }; 4];
-    let slot = match kind {
-        Legend::Compact => 0,
-        Legend::Full => 1,
-        Legend::Minimal => 2,
-        Legend::Held => 3,
-    };
-    IDS[slot]
+    IDS[kind.slot()]
         .get_or_init(|| {
-            let text = legend(kind).map(|v| v.to_string()).unwrap_or_default();
+            let text = if kind == Legend::Held { "" } else { legend_text(kind) };
             hex(&Sha256::digest(text.as_bytes()))[..16].to_string()
         })
         .clone()
@@ -449,7 +461,7 @@ impl Layout {
         if self.format != Format::Smp {
             return 0;
         }
-        self.unit(&format!("\"legend\":{},", legend(self.legend).unwrap_or(Value::Null)))
+        self.unit(&format!("\"legend\":{},", legend_text(self.legend)))
     }
 
     /// Tokens of one unit (with the newline that follows it).
@@ -694,7 +706,7 @@ impl Layout {
         let smp = self.format == Format::Smp;
         if smp {
             u.push("{\"smp\":\"1\",".into());
-            u.push(format!("\"legend\":{},", legend(self.legend).unwrap_or(Value::Null)).into());
+            u.push(format!("\"legend\":{},", legend_text(self.legend)).into());
             u.push(format!("\"model\":{},", json!(p.model)).into());
         } else {
             u.push(format!("{{\"model\":{},", json!(p.model)).into());
