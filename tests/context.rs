@@ -1498,7 +1498,7 @@ fn cmp_items_returns_the_packed_items() {
     let before = (count(&conn, "cmp_sessions"), count(&conn, "cmp_pins"));
     for task in TASKS {
         for (model, _, _) in PROFILES {
-            for budget in [None, Some(300)] {
+            for budget in [None, Some(300), Some(360), Some(420)] {
                 let text = context_text(&conn, task, model, budget, None, &now_opts());
                 let v = parse(&text);
                 let rows = items_rows(&conn, task, model, budget, &now_opts());
