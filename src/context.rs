@@ -314,12 +314,13 @@ pub fn reserve(
 
 /// The layout a call renders with and the reserve its items' room is judged against. The compact
 /// legend's key and field descriptions cost about 70 tokens more in SMP than the minimal legend
-/// (`about` and the rules). A budget whose room for items under the compact legend would not hold
-/// the best candidate in full (nor that gap) carries the minimal legend, its items' room capped at
-/// that need: a small budget spends those tokens on a memory, not on descriptions. The need is the
-/// same at every budget of a call and the room under the compact legend never shrinks as the
-/// budget grows ([`reserve`]), so where the compact legend takes over it leaves at least the
-/// need: a larger budget still never packs less.
+/// (`about` and the rules). Where the minimal legend would leave room for the best candidate in
+/// full and the compact one would not, the pack carries the minimal legend, its items' room capped
+/// at that candidate's cost: those tokens go to a memory, not to descriptions. Elsewhere it carries
+/// the compact legend, or, when the budget cannot hold even that, the minimal one with no room for
+/// items. As the budget grows the room never shrinks: below the window it is less than the
+/// candidate's cost, in it exactly that, above it at least that (the room under either legend
+/// never shrinks, [`reserve`]), so a larger budget still never packs less.
 pub fn legend_and_reserve(
     conn: &Connection,
     req: &Request<'_>,
@@ -330,17 +331,23 @@ pub fn legend_and_reserve(
     session_id: Option<&str>,
 ) -> Result<(Layout, usize)> {
     let own = reserve(conn, req, g, layout, first_page, delta, session_id)?;
-    let minimal = Layout { legend: Legend::Minimal, ..*layout };
-    let gap = layout.legend_cost().saturating_sub(minimal.legend_cost());
-    if layout.legend != Legend::Compact || gap == 0 {
+    if layout.legend != Legend::Compact {
         return Ok((*layout, own));
     }
-    let need = g.items.first().map_or(gap, |it| full_cost(layout, it).max(gap));
-    if g.budget >= own + need {
-        return Ok((*layout, own));
+    let minimal = Layout { legend: Legend::Minimal, ..*layout };
+    let fallback = if own <= g.budget { *layout } else { minimal };
+    let gap = layout.legend_cost().saturating_sub(minimal.legend_cost());
+    let best = g.items.first().map_or(0, |it| full_cost(layout, it));
+    let room = g.budget.saturating_sub(own);
+    // The minimal legend frees about `gap` tokens: it can only matter within twice that of the need.
+    if gap == 0 || (own <= g.budget && room >= best) || room + 2 * gap < best {
+        return Ok((fallback, own));
     }
     let small = reserve(conn, req, g, &minimal, first_page, delta, session_id)?;
-    Ok((minimal, small.max(g.budget.saturating_sub(need))))
+    if small < own && g.budget.saturating_sub(small) >= best {
+        return Ok((minimal, small.max(g.budget - best)));
+    }
+    Ok((fallback, own))
 }
 
 /// Tokens an item adds in full: its units and the shared units it needs (a graph entry, a heading).

@@ -78,8 +78,9 @@ pub enum Legend {
     Compact,
     /// The long descriptions (option `legend: "full"`).
     Full,
-    /// Only `about` and the rules: what an envelope carries when the compact legend would leave its
-    /// items less room than the key and field descriptions cost ([`crate::context::legend_and_reserve`]).
+    /// Only `about` and the rules: what an envelope carries where it, and not the compact legend,
+    /// leaves room for the best candidate in full, or where the budget cannot hold the compact
+    /// legend at all ([`crate::context::legend_and_reserve`]).
     Minimal,
     /// Null: this session already holds this legend.
     Held,

@@ -399,9 +399,10 @@ fn the_smallest_json_pack_holds_a_short_memory() {
 }
 
 /// A small SMP budget spends its tokens on a memory rather than on the legend's key and field
-/// descriptions: where the compact legend would leave too little room for the best candidate, the
-/// pack carries the minimal legend (about and rules) and the memory. Every budget from 300 to 700
-/// packs a superset of the one before, and the compact legend takes over where it leaves room.
+/// descriptions: where the minimal legend (about and rules), and not the compact one, leaves room
+/// for the best candidate in full, the pack carries the minimal legend and the memory. Every budget
+/// from 300 to 700 packs a superset of the one before, and the compact legend is back where it
+/// leaves room.
 #[test]
 fn a_small_smp_pack_holds_a_memory_with_the_minimal_legend() {
     let conn = common::open();
@@ -427,7 +428,7 @@ fn a_small_smp_pack_holds_a_memory_with_the_minimal_legend() {
         if minimal && refs.contains(&alice) {
             minimal_with_memory.get_or_insert(budget);
         }
-        if !minimal {
+        if !minimal && minimal_with_memory.is_some() {
             compact.get_or_insert(budget);
         } else {
             assert!(compact.is_none(), "the minimal legend again at {budget}, after the compact one at {compact:?}");
