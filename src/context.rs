@@ -277,34 +277,36 @@ const TWO_GROUP_BUDGET: usize = 1000;
 /// budget (12,000) has.
 const LARGEST_SHOWN: usize = 99_999;
 
+/// What a call's output shows besides its items and the legend, as the reserve prices it.
+#[derive(Clone, Copy, Default)]
+pub struct Shown<'a> {
+    /// The call's own pack cursor ([`fitting_cursor`]), when the pack is partial.
+    pub first_page: Option<&'a str>,
+    /// The session delta at its largest.
+    pub delta: Option<&'a crate::session::Delta>,
+    /// The session, when there is one.
+    pub session_id: Option<&'a str>,
+}
+
 /// What the output needs besides the items, at its largest: the legend and framing, the cursor (its
 /// tag at its bound), the follow-ups for the candidate whose ref costs most, the receipt, the given
 /// session delta. Below [`TWO_GROUP_BUDGET`] the budget and `used` are counted as the budget's own
 /// three digits. What is not items grows at two larger budgets: there, and where a cursor left out
 /// for its cost first fits its share ([`CURSOR_SHARE`]); the reserve is raised so the room for items
 /// never exceeds what those budgets leave ([`monotone_reserve`]): a larger budget never packs less.
-/// `first_page` is the call's own cursor ([`fitting_cursor`]).
-pub fn reserve(
-    conn: &Connection,
-    req: &Request<'_>,
-    g: &Gathered,
-    layout: &Layout,
-    first_page: Option<&str>,
-    delta: Option<&crate::session::Delta>,
-    session_id: Option<&str>,
-) -> Result<usize> {
+fn reserve(conn: &Connection, req: &Request<'_>, g: &Gathered, layout: &Layout, x: Shown<'_>) -> Result<usize> {
     let at = |budget: usize, cursor: Option<&str>| {
-        let shown = if budget < TWO_GROUP_BUDGET { budget } else { LARGEST_SHOWN };
-        reserve_showing(req, g, layout, cursor, delta, session_id, shown)
+        let number = if budget < TWO_GROUP_BUDGET { budget } else { LARGEST_SHOWN };
+        reserve_showing(req, g, layout, Shown { first_page: cursor, ..x }, number)
     };
-    let own = at(g.budget, first_page);
+    let own = at(g.budget, x.first_page);
     let largest = g.profile.pack_token_budget as usize;
     let mut later = Vec::new();
     if g.budget < TWO_GROUP_BUDGET && TWO_GROUP_BUDGET <= largest {
         let c = cursor_at(conn, req, g, TWO_GROUP_BUDGET)?.ok();
         later.push((TWO_GROUP_BUDGET, at(TWO_GROUP_BUDGET, c.as_deref())));
     }
-    if first_page.is_none() {
+    if x.first_page.is_none() {
         if let Some((b, c)) = first_cursor_budget(conn, req, g, largest)? {
             later.push((b, at(b, Some(&c))));
         }
@@ -320,17 +322,15 @@ pub fn reserve(
 /// the compact legend, or, when the budget cannot hold even that, the minimal one with no room for
 /// items. As the budget grows the room never shrinks: below the window it is less than the
 /// candidate's cost, in it exactly that, above it at least that (the room under either legend
-/// never shrinks, [`reserve`]), so a larger budget still never packs less.
+/// never shrinks: `reserve`), so a larger budget still never packs less.
 pub fn legend_and_reserve(
     conn: &Connection,
     req: &Request<'_>,
     g: &Gathered,
     layout: &Layout,
-    first_page: Option<&str>,
-    delta: Option<&crate::session::Delta>,
-    session_id: Option<&str>,
+    x: Shown<'_>,
 ) -> Result<(Layout, usize)> {
-    let own = reserve(conn, req, g, layout, first_page, delta, session_id)?;
+    let own = reserve(conn, req, g, layout, x)?;
     if layout.legend != Legend::Compact {
         return Ok((*layout, own));
     }
@@ -343,7 +343,7 @@ pub fn legend_and_reserve(
     if gap == 0 || (own <= g.budget && room >= best) || room + 2 * gap < best {
         return Ok((fallback, own));
     }
-    let small = reserve(conn, req, g, &minimal, first_page, delta, session_id)?;
+    let small = reserve(conn, req, g, &minimal, x)?;
     if small < own && g.budget.saturating_sub(small) >= best {
         return Ok((minimal, small.max(g.budget - best)));
     }
@@ -389,16 +389,9 @@ fn monotone_reserve(budget: usize, own: usize, later: &[(usize, usize)]) -> usiz
     later.iter().filter(|(b, _)| *b > budget).map(|&(b, r)| r.saturating_sub(b - budget)).fold(own, usize::max)
 }
 
-/// [`reserve`] with the budget and `used` shown as `shown`.
-fn reserve_showing(
-    req: &Request<'_>,
-    g: &Gathered,
-    layout: &Layout,
-    cursor: Option<&str>,
-    delta: Option<&crate::session::Delta>,
-    session_id: Option<&str>,
-    shown: usize,
-) -> usize {
+/// [`reserve`] with the budget and `used` shown as `number`, and `x.first_page` as the cursor.
+fn reserve_showing(req: &Request<'_>, g: &Gathered, layout: &Layout, x: Shown<'_>, number: usize) -> usize {
+    let cursor = x.first_page;
     let o = req.options;
     // Only audited packs name a ref in their follow-ups: count the candidates' refs only then.
     let costly_ref = if o.audit {
@@ -420,7 +413,7 @@ fn reserve_showing(
     // A real digest's hex, so the reserve counts what a sha costs; the same at every budget (the
     // receipt id is derived from it, and its tokens vary from one digest to another).
     let sha = crate::envelope::canonical(g.profile.name, &dummy, 99_999).1;
-    dummy.budget = shown;
+    dummy.budget = number;
     let parts = Parts {
         model: g.profile.name,
         pack: &dummy,
@@ -432,15 +425,15 @@ fn reserve_showing(
         } else {
             Vec::new()
         },
-        delta,
-        session_id,
+        delta: x.delta,
+        session_id: x.session_id,
         at: time::format(o.now),
         sha,
         pin: o.pin.then(|| json!({"sha": digest(b"pin"), "bytes": 99_999_999})),
         warnings: warnings(g),
     };
     // The tag is counted at its bound (see [`cursor::PACK_TAG_TOKENS`]), not as this database keys it.
-    layout.reserve(&parts, shown) + if cursor.is_some() { cursor::PACK_TAG_TOKENS } else { 0 }
+    layout.reserve(&parts, number) + if cursor.is_some() { cursor::PACK_TAG_TOKENS } else { 0 }
 }
 
 /// Warnings a json envelope carries.
@@ -467,7 +460,8 @@ pub fn build(conn: &Connection, req: &Request<'_>) -> Result<Built> {
     let legend = if req.options.full_legend { Legend::Full } else { Legend::Compact };
     let layout = layout(req.options, g.counter, false, legend);
     let first = fitting_cursor(conn, req, &g)?;
-    let (layout, reserve) = legend_and_reserve(conn, req, &g, &layout, first.as_deref(), None, None)?;
+    let shown = Shown { first_page: first.as_deref(), ..Shown::default() };
+    let (layout, reserve) = legend_and_reserve(conn, req, &g, &layout, shown)?;
     let pack = pack_at(&g, g.budget, &layout, reserve);
     Ok(Built { gathered: g, pack })
 }

@@ -66,8 +66,13 @@ fn fit(
     // The first page's cursor: the same for every round, shown only when the pack is partial.
     let t = crate::timing::phase("render: cursor, reserve");
     let first_page = context::fitting_cursor(conn, req, g)?;
-    let (render_with, reserve) =
-        context::legend_and_reserve(conn, req, g, layout, first_page.as_deref(), worst.as_ref(), sid)?;
+    let (render_with, reserve) = context::legend_and_reserve(
+        conn,
+        req,
+        g,
+        layout,
+        context::Shown { first_page: first_page.as_deref(), delta: worst.as_ref(), session_id: sid },
+    )?;
     drop(t);
     let mut budget = g.budget;
     for _ in 0..FIT_ROUNDS {
