@@ -291,27 +291,40 @@ pub struct Shown<'a> {
 /// What the output needs besides the items, at its largest: the legend and framing, the cursor (its
 /// tag at its bound), the follow-ups for the candidate whose ref costs most, the receipt, the given
 /// session delta. Below [`TWO_GROUP_BUDGET`] the budget and `used` are counted as the budget's own
-/// three digits. What is not items grows at two larger budgets: there, and where a cursor left out
-/// for its cost first fits its share ([`CURSOR_SHARE`]); the reserve is raised so the room for items
-/// never exceeds what those budgets leave ([`monotone_reserve`]): a larger budget never packs less.
-fn reserve(conn: &Connection, req: &Request<'_>, g: &Gathered, layout: &Layout, x: Shown<'_>) -> Result<usize> {
+/// three digits. What is not items grows at larger budgets (`later`, from [`growth`]); the reserve is
+/// raised so the room for items never exceeds what those budgets leave ([`monotone_reserve`]): a
+/// larger budget never packs less.
+fn reserve(req: &Request<'_>, g: &Gathered, layout: &Layout, x: Shown<'_>, later: &[Growth]) -> usize {
     let at = |budget: usize, cursor: Option<&str>| {
         let number = if budget < TWO_GROUP_BUDGET { budget } else { LARGEST_SHOWN };
         reserve_showing(req, g, layout, Shown { first_page: cursor, ..x }, number)
     };
-    let own = at(g.budget, x.first_page);
+    let later: Vec<(usize, usize)> = later.iter().map(|p| (p.budget, at(p.budget, p.cursor.as_deref()))).collect();
+    monotone_reserve(g.budget, at(g.budget, x.first_page), &later)
+}
+
+/// A budget above the call's where what is not items grows, with the cursor shown there.
+struct Growth {
+    budget: usize,
+    cursor: Option<String>,
+}
+
+/// The budgets above the call's where what is not items grows: [`TWO_GROUP_BUDGET`], where the
+/// numbers take a second digit group, and where a cursor the call leaves out for its cost first fits
+/// its share ([`CURSOR_SHARE`]). The same for every layout, so found once a call.
+fn growth(conn: &Connection, req: &Request<'_>, g: &Gathered, first_page: Option<&str>) -> Result<Vec<Growth>> {
     let largest = g.profile.pack_token_budget as usize;
     let mut later = Vec::new();
     if g.budget < TWO_GROUP_BUDGET && TWO_GROUP_BUDGET <= largest {
-        let c = cursor_at(conn, req, g, TWO_GROUP_BUDGET)?.ok();
-        later.push((TWO_GROUP_BUDGET, at(TWO_GROUP_BUDGET, c.as_deref())));
+        let cursor = cursor_at(conn, req, g, TWO_GROUP_BUDGET)?.ok();
+        later.push(Growth { budget: TWO_GROUP_BUDGET, cursor });
     }
-    if x.first_page.is_none() {
-        if let Some((b, c)) = first_cursor_budget(conn, req, g, largest)? {
-            later.push((b, at(b, Some(&c))));
+    if first_page.is_none() {
+        if let Some((budget, c)) = first_cursor_budget(conn, req, g, largest)? {
+            later.push(Growth { budget, cursor: Some(c) });
         }
     }
-    Ok(monotone_reserve(g.budget, own, &later))
+    Ok(later)
 }
 
 /// The layout a call renders with and the reserve its items' room is judged against. The compact
@@ -330,7 +343,8 @@ pub fn legend_and_reserve(
     layout: &Layout,
     x: Shown<'_>,
 ) -> Result<(Layout, usize)> {
-    let own = reserve(conn, req, g, layout, x)?;
+    let later = growth(conn, req, g, x.first_page)?;
+    let own = reserve(req, g, layout, x, &later);
     if layout.legend != Legend::Compact {
         return Ok((*layout, own));
     }
@@ -343,7 +357,7 @@ pub fn legend_and_reserve(
     if gap == 0 || (own <= g.budget && room >= best) || room + 2 * gap < best {
         return Ok((fallback, own));
     }
-    let small = reserve(conn, req, g, &minimal, x)?;
+    let small = reserve(req, g, &minimal, x, &later);
     if small < own && g.budget.saturating_sub(small) >= best {
         return Ok((minimal, small.max(g.budget - best)));
     }

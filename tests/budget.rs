@@ -441,7 +441,12 @@ fn a_small_smp_pack_holds_a_memory_with_the_minimal_legend() {
         before = Some((budget, refs));
     }
     let (first, switch) = (minimal_with_memory.expect("a minimal-legend pack holds the memory"), compact.unwrap());
-    assert!(first < switch && switch < 500, "memory from {first} with the minimal legend, compact from {switch}");
+    // The window docs/protocol.md ("A lean envelope") gives for this store, give or take the few
+    // tokens by which its random memory ids move it.
+    assert!(
+        (325..=340).contains(&first) && (395..=410).contains(&switch),
+        "minimal legend with the memory from {first}, compact from {switch}"
+    );
 }
 
 /// A long task makes a long pack cursor, which is left out below the budget where it fits its
