@@ -127,7 +127,7 @@ impl Options {
 /// a year [`time::parse`] refuses, so a query could not carry it in its cursor.
 const CLOCK_RANGE: std::ops::Range<Epoch> = -62_167_219_200.0..253_402_300_800.0;
 
-/// Parses an ISO-8601 option value: a timestamp whose UTC instant is within [`CLOCK_RANGE`].
+/// Parses an ISO-8601 option value: a timestamp whose UTC instant is within `CLOCK_RANGE`.
 pub fn parse_time(field: &str, v: &Value) -> Result<Epoch> {
     match v {
         Value::String(s) => match time::parse(s) {

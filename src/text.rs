@@ -478,7 +478,7 @@ const IRREGULAR_FORMS: &[&[&str]] = &[
     &["mouse", "mice"],
 ];
 
-/// The other forms of an irregular English word (see [`IRREGULAR_FORMS`]); empty for any other word.
+/// The other forms of an irregular English word (see `IRREGULAR_FORMS`); empty for any other word.
 pub fn irregular_forms(word: &str) -> impl Iterator<Item = &'static str> + '_ {
     static BY_WORD: std::sync::OnceLock<std::collections::HashMap<&'static str, usize, FnvBuild>> =
         std::sync::OnceLock::new();

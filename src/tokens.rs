@@ -3,7 +3,7 @@
 //!
 //! - gpt-family models are counted exactly with OpenAI's own tables (`o200k_base` for gpt-4o, o1, o3,
 //!   gpt-4.1, gpt-5 and bare "gpt"/"openai"; `cl100k_base` for gpt-4 and gpt-3.5), laid out from
-//!   `tiktoken-rs` at build time and byte-pair encoded by [`bpe`];
+//!   `tiktoken-rs` at build time and byte-pair encoded by `bpe`;
 //! - every other model (claude, cursor, generic) gets an estimate: its tokenizer is not public, so
 //!   the count is `o200k_base`'s, the table the project calibrates against (it never undercounts
 //!   `o200k_base`; an earlier heuristic overcounted chat text by 14-18 % and Chinese by 21 %, which
@@ -11,7 +11,7 @@
 //!
 //! Counts are cached per thread by text hash (randomly keyed per process): the same memory is counted once, not on every call
 //! (or every packing round) that considers it. A text not seen before is counted piece by piece
-//! ([`pieces`]): its words are looked up, and only a piece no text had before is byte-pair encoded.
+//! (`pieces`): its words are looked up, and only a piece no text had before is byte-pair encoded.
 //! A text that differs from call to call only in a number is counted as parts cut around it
 //! ([`Counter::count_parts`]), each cached on its own.
 
@@ -101,7 +101,7 @@ impl Counter {
     }
 
     /// Tokens of `parts` written one after another. When every junction is one no piece crosses
-    /// ([`pieces::splits_between`]) this is the sum of the parts' counts, each cached on its own, so a
+    /// (`pieces::splits_between`) this is the sum of the parts' counts, each cached on its own, so a
     /// text that differs from one call to the next only in a number costs lookups, not a count;
     /// otherwise it is the whole's count.
     pub fn count_parts(self, parts: &[&str]) -> usize {

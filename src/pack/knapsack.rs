@@ -6,7 +6,7 @@
 //! what a greedy fill of cmp's own ranking would.
 //!
 //! The ladder is part of the sequence: an item with a shorter rung (summary, head sentence, or a cut
-//! of a very long text) is admitted at that rung, carrying a share of its utility ([`rung_share`]:
+//! of a very long text) is admitted at that rung, carrying a share of its utility (`rung_share`:
 //! the share of the text a short text's head sentence shows, [`SHORT_RUNG_VALUE`] otherwise), and
 //! grows back to its full text through upgrade steps that compete on their own density. The pack is
 //! the longest prefix of the sequence that fits the budget: compress, don't drop, and budget
@@ -24,7 +24,7 @@ use std::collections::{HashMap, VecDeque};
 pub const MMR_PENALTY: f64 = 0.35;
 /// Share of an item's utility its shortest rung is taken to carry when it is a stored summary or the
 /// first rung of a text longer than one step: a summary states the claim; the rest adds detail. (A
-/// short text's head sentence carries the share of the text it shows, [`rung_share`].)
+/// short text's head sentence carries the share of the text it shows, `rung_share`.)
 pub const SHORT_RUNG_VALUE: f64 = 0.6;
 
 /// Share of an item's utility its admission step carries when the item can still grow. A head

@@ -591,7 +591,7 @@ pub fn recency_decay(age_days: f64) -> f64 {
 /// memories for a task about what is recent): each was offered for a reason, none by a match.
 pub const UNSCORED_RELEVANCE: f64 = 0.5;
 
-/// utility = prior[layer] × relevance × (w_rel + w_rec·decay + w_auth·trust).
+/// `utility = prior[layer] × relevance × (w_rel + w_rec·decay + w_auth·trust)`.
 ///
 /// The reference protocol adds the three terms (w_rel·relevance + w_rec·decay + w_auth·trust), so a
 /// fresh or trusted memory that does not match the task outranks an older one that does (with claude's

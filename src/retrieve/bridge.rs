@@ -27,13 +27,13 @@ pub const BRIDGE_MIN_SHARE: f64 = 0.5;
 /// Fewest own terms an anchor must have to bridge: one pair or word alone names little.
 pub const BRIDGE_MIN_TERMS: usize = 2;
 /// A term held by more than this share of the full-text matches (and by more than two) is common to
-/// them: not an anchor's own (see [`common_terms`]).
+/// them: not an anchor's own (see `common_terms`).
 pub const BRIDGE_COMMON: f64 = 0.05;
 /// Most own terms taken from one anchor.
 const BRIDGE_TERMS: usize = 24;
 /// Characters of a text read for its terms: what names a memory's subject is at its start, and
 /// a bound on what one long memory costs a call (every full-text match is read for
-/// [`common_terms`]).
+/// `common_terms`).
 pub const BRIDGE_CHARS: usize = 256;
 /// Rows the bridge query reads.
 const BRIDGE_READ: usize = 40;
@@ -156,7 +156,7 @@ impl Anchor {
 
 /// The bridges of the first [`BRIDGE_ANCHORS`] entries of `fts`, at most one per anchor: the best
 /// match (BM25) of "one of the anchors' own terms AND one of the task terms they lack" that bridges
-/// from the anchor ([`Anchor::bridged_by`]) and is neither the anchor itself, nor an earlier
+/// from the anchor (`Anchor::bridged_by`) and is neither the anchor itself, nor an earlier
 /// anchor's bridge, nor an earlier anchor that has one. One query serves every anchor.
 pub fn rank(
     conn: &Connection,

@@ -7,7 +7,7 @@
 //! [`crate::store::memories`].
 //!
 //! Rows still in the index queue ([`crate::store::pending`]: only on a connection that could not
-//! index them) are matched by their words and fused with the indexes' ranking ([`queued`]).
+//! index them) are matched by their words and fused with the indexes' ranking (`queued`).
 
 use super::pool::{Pool, Ranking};
 use super::{Query, Terms, FTS_LIMIT};
@@ -94,7 +94,7 @@ fn queued(
     Ok(found.into_iter().take(FTS_LIMIT).map(|(_, _, m)| pool.add(m)).collect())
 }
 
-/// Word count at which the length prior halves a match's strength (see [`length_prior`]).
+/// Word count at which the length prior halves a match's strength (see `length_prior`).
 pub const LENGTH_PIVOT: f64 = 8.0;
 /// Exponent of the length prior (1: strength × words / (words + pivot); 0: no prior).
 pub const LENGTH_EXPONENT: f64 = 1.0;
@@ -181,7 +181,7 @@ fn time_prior(task: &str) -> Option<f64> {
     (w > 0.0 && text::words(task).iter().any(|t| t == "when")).then_some(w)
 }
 
-/// Weight of the character-triple prior (see [`triple_prior`]; 0: none).
+/// Weight of the character-triple prior (see `triple_prior`; 0: none).
 pub const TRIPLE_WEIGHT: f64 = 1.0;
 
 /// Re-ranks the character-pair index's matches (`strength` parallel to `rank`) by BM25 strength ×

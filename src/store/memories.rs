@@ -245,7 +245,7 @@ const FAST_PATH_MAX: usize = 8192;
 /// same total order as [`fts_sql`]); only those `m` rows are read from `cmp_memories` and filtered by
 /// eligibility, in the same statement. The first `limit` eligible rows of that prefix are the answer
 /// when there are `limit` of them, or when the prefix holds every match. Otherwise `m` grows, and
-/// past [`FAST_PATH_MAX`] the join query answers.
+/// past `FAST_PATH_MAX` the join query answers.
 pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> rusqlite::Result<Vec<Match>> {
     let mut m = limit + OVERFETCH;
     while m <= FAST_PATH_MAX {

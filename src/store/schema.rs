@@ -176,7 +176,7 @@ pub fn write_mark(conn: &Connection) -> rusqlite::Result<Option<WriteMark>> {
 }
 
 /// Errors clearly when `cmp_init()` has not run on this database, or ran with a version older than
-/// [`OLDEST_READ`].
+/// `OLDEST_READ`.
 pub fn require(conn: &Connection) -> Result<()> {
     let msg = match meta(conn, "schema_version").and_then(|v| v.parse::<i64>().ok()) {
         Some(v) if (OLDEST_READ..=SCHEMA_VERSION).contains(&v) => return Ok(()),
