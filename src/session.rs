@@ -347,6 +347,32 @@ pub fn load_turn(
     Ok(Turn { stored, state, status: read.status, rows })
 }
 
+/// Session `sid` of `scope` as `cmp_session` shows it now (None: no such session): a ref that is no
+/// longer readable here (redacted, moved to another scope, deleted) is left out of `known` and of
+/// every trajectory step, as from every other output, even before the next turn evicts it.
+pub fn shown(conn: &Connection, sid: &str, scope: &str) -> Result<Option<State>> {
+    let Some(stored) = store::load_session(conn, sid, scope)? else {
+        return Ok(None);
+    };
+    let mut state: State = serde_json::from_str(&stored)
+        .map_err(|e| Error::Session(format!("session {sid:?} has corrupt state ({e})")))?;
+    let refs: Vec<String> = state
+        .known
+        .keys()
+        .chain(state.trajectory.iter().flat_map(|s| &s.ids))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let status = store::ref_status(conn, &refs, &[], scope, crate::time::julian(crate::time::now()))?.status;
+    let gone = |r: &String| matches!(status.get(r), Some(store::Status::Gone));
+    state.known.retain(|r, _| !gone(r));
+    for step in &mut state.trajectory {
+        step.ids.retain(|r| !gone(r));
+    }
+    Ok(Some(state))
+}
+
 /// The row hints of `state`, one per known ref (all None when it has none that fit).
 fn hints(state: &State) -> Vec<Option<i64>> {
     if state.rows.len() == state.known.len() {

@@ -4,7 +4,6 @@ use super::args;
 use super::context::session_id;
 use crate::error::{Error, Result};
 use crate::options;
-use crate::session::State;
 use crate::store;
 use rusqlite::functions::Context;
 use serde_json::json;
@@ -26,12 +25,7 @@ pub fn session(ctx: &Context<'_>) -> Result<String> {
     let (sid, o) = common(ctx)?;
     let conn = unsafe { ctx.get_connection() }?;
     super::require_schema(&conn)?;
-    let state: State = match store::load_session(&conn, &sid, &o.scope)? {
-        Some(s) => {
-            serde_json::from_str(&s).map_err(|e| Error::Session(format!("session {sid:?} has corrupt state ({e})")))?
-        }
-        None => State::default(),
-    };
+    let state = crate::session::shown(&conn, &sid, &o.scope)?.unwrap_or_default();
     Ok(json!({
         "session_id": sid,
         "scope": o.scope,
