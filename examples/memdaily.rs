@@ -29,7 +29,9 @@
 //! rendered output's count) against the baseline's ranking rendered as a plain markdown list
 //! (`- [ref] content` per line), filled while the list's o200k_base count fits the budget; and cmp's
 //! own ranking (the `cmp_search` order) rendered as the same plain list, which tells what cmp's
-//! ranking gains from what its markdown pack's header, rules and headings cost.
+//! ranking gains from what its markdown pack's header, rules and headings cost. The markdown pack's
+//! lead over the plain list is also given for each file on its own (each file is one kind of
+//! question: its spread is where a file nobody here has seen may land).
 //!
 //! Also measured: how `cmp_tokens` (the estimate the packer uses) compares with real o200k_base counts
 //! (tiktoken-rs) over every message. The data (no licence published; research use) is read from
@@ -432,7 +434,8 @@ struct TokenStats {
 const TOP: [usize; 2] = [10, 20];
 
 /// One file's questions: the evidence in the first [`TOP`] hits of `cmp_search` and of the trigram
-/// query (summed recall).
+/// query (summed recall), and the markdown pack's recall less the plain trigram list's, summed, per
+/// (profile, budget) in the order of the arguments.
 #[derive(Default)]
 struct FileStat {
     name: String,
@@ -440,6 +443,7 @@ struct FileStat {
     questions: usize,
     cmp: [f64; 2],
     trigram: [f64; 2],
+    markdown_lead: Vec<Vec<f64>>,
 }
 
 impl FileStat {
@@ -470,6 +474,22 @@ impl FileStat {
                 p(f.cmp[1]),
                 p(f.trigram[1])
             );
+        }
+    }
+
+    /// Each file's lead on its own: how far the overall figure moves from one file to the next.
+    fn report_leads(files: &[FileStat], a: &Args, s: &mut String) {
+        let _ = writeln!(s, "\n## Markdown pack − plain trigram list, by file (turn recall points)\n");
+        let budgets: String = a.budgets.iter().map(|b| format!(" {b} |")).collect();
+        let _ = writeln!(s, "| profile | file |{budgets}\n|---|---|{}", "---|".repeat(a.budgets.len()));
+        for (pi, p) in a.profiles.iter().enumerate() {
+            for f in files {
+                let leads: String = f.markdown_lead[pi]
+                    .iter()
+                    .map(|x| format!(" {:+.1} |", 100.0 * x / f.questions.max(1) as f64))
+                    .collect();
+                let _ = writeln!(s, "| {p} | {} |{leads}", f.name);
+            }
         }
     }
 }
@@ -534,7 +554,12 @@ fn run() -> Res<()> {
                 e.1 += store.cost[i][pi] - ITEM_OVERHEAD;
             }
         }
-        let mut stat = FileStat { name: f.name.clone(), messages: f.messages.len(), ..Default::default() };
+        let mut stat = FileStat {
+            name: f.name.clone(),
+            messages: f.messages.len(),
+            markdown_lead: vec![vec![0.0; nb]; args.profiles.len()],
+            ..Default::default()
+        };
         for q in &f.questions {
             let t = Instant::now();
             let base_rank = baseline_ranking(&store, &q.text)?;
@@ -563,6 +588,7 @@ fn run() -> Res<()> {
                     c.markdown_full += recall(&q.evidence, &md_full);
                     c.list += recall(&q.evidence, &list);
                     c.own_list += recall(&q.evidence, &own_list);
+                    stat.markdown_lead[pi][bi] += recall(&q.evidence, &md) - recall(&q.evidence, &list);
                     c.items += pack.len();
                     c.content += content;
                     if explain_left > 0 && recall(&q.evidence, &pack) < recall(&q.evidence, &base) {
@@ -668,6 +694,7 @@ fn run() -> Res<()> {
         ts.chars as f64 / ts.o200k.max(1) as f64
     );
     FileStat::report(&per_file, &mut s);
+    FileStat::report_leads(&per_file, &args, &mut s);
     times.report(&mut s);
     let _ = writeln!(s, "\nRun time {:.1}s.", started.elapsed().as_secs_f64());
     print!("{s}");

@@ -38,6 +38,9 @@
 //!   a pack holding all of it is the ceiling of a retriever that finds by words; each system's
 //!   recall is split into that evidence and the rest (which only context, dates or a sentence
 //!   model can find).
+//! - **By conversation.** Each conversation's lead on its own (cmp over the BM25 fill at equal
+//!   content tokens, and markdown over the plain BM25 list): the spread the overall figures hide,
+//!   and so roughly where a conversation nobody here has seen may land.
 //!
 //! Checks on every envelope: `used <= tokens`; for gpt, `used` equals the o200k count of the output;
 //! for the estimated profiles, the estimate against o200k; budget monotonicity (every ref packed at a
@@ -669,6 +672,8 @@ fn run() -> Res<()> {
     let mut checks = Checks { min_ratio: f64::MAX, ..Default::default() };
     // (dataset, profile, budget) → cell
     let mut cells: BTreeMap<(String, String, i64), Cell> = BTreeMap::new();
+    // (dataset, conversation, profile, budget) → cell of the lead measures only
+    let mut by_conv: BTreeMap<(String, String, String, i64), Cell> = BTreeMap::new();
     let mut loaded = Vec::new();
     for ds in &a.datasets {
         let mut stats = Stats::default();
@@ -758,6 +763,11 @@ fn run() -> Res<()> {
                         let (bm25_list, own_list) =
                             (plain_list(c, &bm25, b as usize), plain_list(c, &search, b as usize));
                         cell.add("bm25 list", q.category, c, q, &bm25_list, b as usize);
+                        let conv = by_conv.entry((ds.clone(), c.name.clone(), model.clone(), b)).or_default();
+                        conv.add("cmp", q.category, c, q, &smp.refs, smp.content);
+                        conv.add("bm25@C", q.category, c, q, &base_c, smp.content);
+                        conv.add("cmp md", q.category, c, q, &md.refs, md.real);
+                        conv.add("bm25 list", q.category, c, q, &bm25_list, b as usize);
                         cell.add("search list", q.category, c, q, &own_list, b as usize);
                         cell.add("cmp smp full", q.category, c, q, &shown_in_full(c, &smp.refs, &smp.shown), 0);
                         cell.add("cmp md full", q.category, c, q, &shown_in_full(c, &md.refs, &md.shown), 0);
@@ -778,12 +788,47 @@ fn run() -> Res<()> {
         }
     }
     report(&a, &cells, &checks);
+    report_by_conversation(&a, &loaded, &by_conv);
     println!("\n{} envelopes in {:.0} s", checks.envelopes, started.elapsed().as_secs_f64());
     let failed = checks.over_budget + checks.gpt_used_mismatch + checks.real_over_budget_gpt + checks.monotonicity;
     if failed > 0 {
         return Err(format!("{failed} envelope checks failed"));
     }
     Ok(())
+}
+
+/// The leads of every conversation on its own: how far a figure of the tables above can move from
+/// one conversation to the next, which is what a conversation nobody here has seen may show.
+fn report_by_conversation(
+    a: &Args,
+    loaded: &[(String, Vec<Conversation>)],
+    by_conv: &BTreeMap<(String, String, String, i64), Cell>,
+) {
+    for (ds, convs) in loaded {
+        println!("\n### {ds}: by conversation (categories 1–4; cmp − BM25 fill at equal content tokens / markdown − plain BM25 list)\n");
+        let mut head = "| profile | conversation | questions |".to_string();
+        for b in &a.budgets {
+            head.push_str(&format!(" {b} |"));
+        }
+        println!("{head}\n|{}", "---|".repeat(3 + a.budgets.len()));
+        for p in &a.profiles {
+            for c in convs {
+                let cells: Vec<Option<&Cell>> =
+                    a.budgets.iter().map(|&b| by_conv.get(&(ds.clone(), c.name.clone(), p.clone(), b))).collect();
+                let n = cells.iter().flatten().map(|cell| cell.overall("cmp").n).next().unwrap_or(0);
+                let mut row = format!("| {p} | {} | {n} |", c.name);
+                for cell in cells {
+                    let Some(cell) = cell else {
+                        row.push_str(" — |");
+                        continue;
+                    };
+                    let lead = |x: &str, y: &str| cell.overall(x).pct() - cell.overall(y).pct();
+                    row.push_str(&format!(" {:+.1} / {:+.1} |", lead("cmp", "bm25@C"), lead("cmp md", "bm25 list")));
+                }
+                println!("{row}");
+            }
+        }
+    }
 }
 
 /// `row` of each (profile, budget) cell of dataset `ds` that ran, in the order of the arguments.
