@@ -1,6 +1,7 @@
 //! The store: schema, triggers and migrations. Every write path keeps the FTS5 index and the entity
 //! tables in step with `cmp_memories`, whether the writer loaded cmp or is plain SQLite; ids are
-//! generated; `cmp_init()` is idempotent, upgrades a version-1 file in place and refuses a newer one.
+//! generated; `cmp_init()` is idempotent, upgrades a version-1 file in place, repairs a schema object
+//! dropped by hand and refuses a newer one.
 
 mod common;
 
@@ -339,6 +340,87 @@ fn init_is_idempotent() {
     assert_eq!(meta(&conn, "secret"), secret);
     assert_eq!(search(&conn, "atlas friday"), hits);
     assert_eq!(refs(&hits), [id]);
+    assert_consistent(&conn);
+}
+
+/// `cmp_init()` repairs a store that lost part of its schema (an object dropped by hand, or a
+/// full-text index's shadow table): the object comes back and every row is indexed again, so the
+/// store answers as before; on a connection that cannot write it fails naming what is missing.
+#[test]
+fn init_repairs_a_schema_object_dropped_by_hand() {
+    let dropped = [
+        "TABLE cmp_pending",
+        "TABLE cmp_memories_fts",
+        "TABLE cmp_memories_fts_data",
+        "TABLE cmp_memories_ngram",
+        "TABLE cmp_memories_ngram_idx",
+        "TABLE cmp_entities",
+        "TABLE cmp_memory_entities",
+        "TABLE cmp_positions",
+        "TABLE cmp_sessions",
+        "VIEW cmp_memories_indexable",
+        "VIEW cmp_memories_grams",
+        "TRIGGER cmp_memories_ai",
+        "INDEX cmp_memories_scope_time",
+    ];
+    let tasks = ["atlas friday", "北京出差", "ask priya"];
+    for what in dropped {
+        let path =
+            std::env::temp_dir().join(format!("cmp-repair-{}-{}.db", std::process::id(), what.replace(' ', "-")));
+        let _ = std::fs::remove_file(&path);
+        let conn = open_file(&path);
+        insert_memory(&conn, &Mem::new("Atlas ships on Friday").entities(&["Atlas", "Priya"]));
+        insert_memory(&conn, &Mem::new("我下周二要去北京出差，住三天。"));
+        insert_memory(&conn, &Mem::new("Dana owns the pricing page").entities(&["Dana"]));
+        let before: Vec<_> = tasks.iter().map(|t| search(&conn, t)).collect();
+        assert!(before.iter().all(|h| !h.is_empty()), "{what}: every task finds something");
+        conn.execute_batch(&format!("DROP {what}")).unwrap();
+        // A write made while the object was missing is indexed by the repair too (when it can be made).
+        let late = conn
+            .execute(
+                "INSERT INTO cmp_memories(id, content, captured_at)
+                 VALUES ('mem_00000000a7e0', 'Atlas retro on Friday afternoon', '2026-05-01T00:00:00Z')",
+                [],
+            )
+            .ok()
+            .map(|_| "mem_00000000a7e0".to_string());
+        let ro = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        cmp::register(&ro).unwrap();
+        let e = sql_error(&ro, "SELECT cmp_init()");
+        let name = what.split(' ').nth(1).unwrap();
+        let named = name.trim_end_matches("_data").trim_end_matches("_idx");
+        assert!(e.starts_with("cmp_init: the cmp schema is damaged (missing: ") && e.contains(named), "{what}: {e}");
+        assert_eq!(init(&conn), 7, "{what}");
+        assert_consistent(&conn);
+        assert_eq!(queued(&conn), 0, "{what}: indexed at once");
+        for (t, hits) in tasks.iter().zip(&before) {
+            let now = search(&conn, t);
+            let late_hit = late.as_ref().is_some_and(|l| now.iter().any(|h| &h.r#ref == l));
+            assert_eq!(now.len() - usize::from(late_hit), hits.len(), "{what}: {t}");
+            assert!(refs(hits).iter().all(|r| refs(&now).contains(r)), "{what}: {t}");
+        }
+        if let Some(l) = &late {
+            assert!(refs(&search(&conn, "atlas retro")).contains(l), "{what}: the late write is found");
+        }
+        insert_memory(&conn, &Mem::new("Lee reviews the budget"));
+        assert!(!search(&conn, "lee budget").is_empty(), "{what}: writes work after the repair");
+        assert_consistent(&conn);
+        drop((conn, ro));
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+/// A dropped `cmp_memories` takes its rows with it: `cmp_init()` makes the store usable again, empty.
+#[test]
+fn init_repairs_a_store_whose_memory_table_was_dropped() {
+    let conn = open();
+    insert_memory(&conn, &Mem::new("Atlas ships on Friday").entities(&["Atlas"]));
+    conn.execute_batch("DROP TABLE cmp_memories").unwrap();
+    assert_eq!(init(&conn), 7);
+    assert_consistent(&conn);
+    assert!(search(&conn, "atlas friday").is_empty());
+    let id = insert_memory(&conn, &Mem::new("Atlas ships on Monday").entities(&["Atlas"]));
+    assert_eq!(refs(&search(&conn, "atlas monday")), [id]);
     assert_consistent(&conn);
 }
 

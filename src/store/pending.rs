@@ -78,6 +78,20 @@ pub fn flush(conn: &Connection) -> rusqlite::Result<usize> {
     }
 }
 
+/// Drops every index entry and queues every row, so that the next [`flush`] indexes the whole
+/// store again (`cmp_init()` repairing a damaged schema).
+pub fn requeue_all(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "INSERT INTO cmp_memories_fts(cmp_memories_fts) VALUES ('delete-all');
+         INSERT INTO cmp_memories_ngram(cmp_memories_ngram) VALUES ('delete-all');
+         DELETE FROM cmp_memory_entities;
+         DELETE FROM cmp_entities;
+         INSERT OR IGNORE INTO cmp_pending(rid) SELECT rid FROM cmp_memories;",
+    )?;
+    super::bm25::forget(conn);
+    Ok(())
+}
+
 /// Before a read: indexes the queued rows when this connection can write. Where it cannot (see the
 /// module comment) the rows stay queued for a connection that can, and the read goes on; retrieval
 /// sees them still queued ([`waiting`]) and reads them directly.

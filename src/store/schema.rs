@@ -1,4 +1,4 @@
-//! The `cmp_meta` table and the schema: creating and upgrading it, its version, whether this
+//! The `cmp_meta` table and the schema: creating, upgrading and repairing it, its version, whether this
 //! connection can write at all, and whether the database changed since a moment this connection
 //! saw ([`WriteMark`]).
 
@@ -51,7 +51,7 @@ pub fn init(conn: &Connection) -> Result<i64> {
             )));
         }
         if v == SCHEMA_VERSION {
-            return Ok(v);
+            return repair(conn);
         }
     }
     if let Some(why) = unwritable(conn) {
@@ -82,6 +82,73 @@ pub fn init(conn: &Connection) -> Result<i64> {
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK TO cmp_init; RELEASE cmp_init");
             Err(e.into())
+        }
+    }
+}
+
+/// The tables, views, indexes and triggers [`SCHEMA_SQL`] creates, by name (each of its `CREATE …
+/// IF NOT EXISTS name` lines).
+fn schema_objects() -> impl Iterator<Item = &'static str> {
+    SCHEMA_SQL.lines().filter_map(|l| {
+        let rest = l.strip_prefix("CREATE ")?;
+        let at = rest.find("IF NOT EXISTS ")? + "IF NOT EXISTS ".len();
+        rest[at..].split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next()
+    })
+}
+
+/// The full-text indexes of the schema, and the shadow tables FTS5 keeps for each.
+const FTS_INDEXES: [&str; 2] = ["cmp_memories_fts", "cmp_memories_ngram"];
+const FTS_SHADOWS: [&str; 4] = ["_data", "_idx", "_docsize", "_config"];
+
+/// What is missing from a store whose version is current: objects of the schema (dropped by hand,
+/// say), and full-text indexes that lost a shadow table (listed by the index's name).
+fn missing(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let present: std::collections::HashSet<String> = {
+        let mut st = conn.prepare("SELECT name FROM sqlite_master")?;
+        let names = st.query_map([], |r| r.get(0))?;
+        names.collect::<rusqlite::Result<_>>()?
+    };
+    let mut out: Vec<String> = schema_objects().filter(|n| !present.contains(*n)).map(String::from).collect();
+    for f in FTS_INDEXES {
+        if present.contains(f) && FTS_SHADOWS.iter().any(|s| !present.contains(&format!("{f}{s}"))) {
+            out.push(f.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// `cmp_init()` on a store whose version is current: nothing to do, unless part of the schema is
+/// missing. Then the schema is applied again (a full-text index that lost a shadow table is dropped
+/// first) and every row is indexed again, all or nothing; rows of a dropped `cmp_memories` are gone.
+fn repair(conn: &Connection) -> Result<i64> {
+    let gone = missing(conn)?;
+    if gone.is_empty() {
+        return Ok(SCHEMA_VERSION);
+    }
+    let names = gone.join(", ");
+    if let Some(why) = unwritable(conn) {
+        let msg = format!(
+            "the cmp schema is damaged (missing: {names}); cmp_init() repairs it, which cannot be done here: {why}"
+        );
+        return Err(Error::Unwritable(msg));
+    }
+    conn.execute_batch("SAVEPOINT cmp_repair")?;
+    let r = (|| {
+        for f in FTS_INDEXES.iter().filter(|f| gone.iter().any(|g| g == *f)) {
+            conn.execute_batch(&format!("DROP TABLE IF EXISTS {f}"))?;
+        }
+        conn.execute_batch(SCHEMA_SQL)?;
+        super::pending::requeue_all(conn)?;
+        super::pending::flush(conn)
+    })();
+    match r {
+        Ok(_) => {
+            conn.execute_batch("RELEASE cmp_repair")?;
+            Ok(SCHEMA_VERSION)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO cmp_repair; RELEASE cmp_repair");
+            Err(Error::Schema(format!("the cmp schema is damaged (missing: {names}) and could not be repaired: {e}")))
         }
     }
 }
