@@ -859,6 +859,39 @@ fn a_long_run_without_spaces_packs_in_bounded_time() {
     assert!(t0.elapsed() < std::time::Duration::from_secs(30), "{:?}", t0.elapsed());
 }
 
+/// A long run of letters of three scripts mixed at random (Latin, Cyrillic, Han) needs more states
+/// of the pieces pattern's lazy DFA than the `regex` crate keeps by default: it cleared and rebuilt
+/// them every few bytes, and 1 MB took 16 s a claude pack in release (a fuzzing pass).
+#[test]
+fn a_long_run_of_mixed_scripts_packs_in_bounded_time() {
+    let conn = base();
+    let mut x: u64 = 7;
+    let run: String = (0..30_000)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let r = (x >> 33) as u32;
+            let c = match r % 3 {
+                0 => 0x61 + r / 3 % 26,
+                1 => 0x430 + r / 3 % 32,
+                _ => 0x4e00 + r / 3 % 20_000,
+            };
+            char::from_u32(c).expect("a letter")
+        })
+        .collect();
+    conn.execute(
+        "INSERT INTO cmp_memories(id, content, captured_at) VALUES ('mem_0dd000000x06', ?1, '2026-05-31T00:00:00Z')",
+        [format!("Orion launch {run}")],
+    )
+    .expect("insert");
+    let t0 = std::time::Instant::now();
+    let pack: String = q1(&conn, "SELECT cmp_context('orion launch', 'claude', NULL, NULL, ?1)", [now_opts()]);
+    assert!(pack.contains("mem_0dd000000x06"));
+    assert_accounted(&conn, &pack, Some("claude"));
+    let elapsed = t0.elapsed();
+    // A guard, not a benchmark: in a debug build, 5 s after; before, not done after 200 s.
+    assert!(elapsed < std::time::Duration::from_secs(30), "{elapsed:?}");
+}
+
 /// Content that once broke the token counter: a run of a million spaces (the encoder's own pattern
 /// overflowed its stack on it and tiktoken-rs panicked) and 100 KB of digits (counted in quadratic
 /// time). Both are packed, counted exactly, within bounded time.
