@@ -1385,6 +1385,14 @@ fn limits_hold_at_their_boundaries() {
     let sid_ok = "🚀".repeat(256);
     assert!(once(&c, "cmp_session", &[t(&sid_ok)]).is_ok());
     assert_refused(&once(&c, "cmp_session", &[t(&"🚀".repeat(257))]), "cmp_session: session_id must be at most 256");
+    // An empty id: only cmp_context can take NULL instead, so only its message offers it.
+    for name in ["cmp_session", "cmp_session_reset"] {
+        assert_eq!(err_of(&once(&c, name, &[t("")])), format!("{name}: session_id must be a non-empty string"));
+    }
+    assert_refused(
+        &once(&c, "cmp_context", &[t("x"), Arg::Null, Arg::Null, t("")]),
+        "cmp_context: session_id must be a non-empty string (or NULL for no session)",
+    );
     assert_refused(
         &once(&c, "cmp_context", &[t("x"), Arg::Null, Arg::Null, t(&"s".repeat(257))]),
         "cmp_context: session_id must be at most 256",

@@ -13,9 +13,13 @@ pub const OPTIONS: &[&str] = &["scope"];
 
 fn common(ctx: &Context<'_>) -> Result<(String, options::Options)> {
     args::arity(ctx, 1, 2, "1 or 2 arguments (session_id [, options])")?;
-    let Some(sid) = session_id(args::opt_text(ctx, 0, "session_id")?)? else {
+    let Some(sid) = args::opt_text(ctx, 0, "session_id")? else {
         return Err(Error::invalid("session_id", "must not be NULL"));
     };
+    if sid.is_empty() {
+        return Err(Error::invalid("session_id", "must be a non-empty string"));
+    }
+    let sid = session_id(Some(sid))?.unwrap_or_default();
     let o = options::parse(args::opt_text(ctx, 1, "options")?.as_deref(), OPTIONS)?;
     Ok((sid, o))
 }
