@@ -49,8 +49,7 @@ pub fn waiting(conn: &Connection) -> rusqlite::Result<bool> {
 /// Indexes every queued row and empties the queue, all or nothing; returns how many rows were
 /// queued. Fails (changing nothing) where the connection cannot write.
 pub fn flush(conn: &Connection) -> rusqlite::Result<usize> {
-    conn.execute_batch("SAVEPOINT cmp_flush")?;
-    let r = (|| {
+    super::schema::all_or_nothing(conn, "cmp_flush", || {
         let rids: Vec<i64> = {
             let mut st = conn.prepare_cached("SELECT rid FROM cmp_pending ORDER BY rid")?;
             let rows = st.query_map([], |r| r.get(0))?;
@@ -68,14 +67,7 @@ pub fn flush(conn: &Connection) -> rusqlite::Result<usize> {
         // New index entries: row lengths kept by the ranking function may be stale.
         super::bm25::forget(conn);
         Ok(rids.len())
-    })();
-    match r {
-        Ok(n) => conn.execute_batch("RELEASE cmp_flush").map(|_| n),
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK TO cmp_flush; RELEASE cmp_flush");
-            Err(e)
-        }
-    }
+    })
 }
 
 /// Drops every index entry and queues every row, so that the next [`flush`] indexes the whole

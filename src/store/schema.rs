@@ -59,11 +59,11 @@ pub fn init(conn: &Connection) -> Result<i64> {
             format!("the schema needs creating or upgrading, which cannot be done here: {why}; run it on the primary");
         return Err(Error::Unwritable(msg));
     }
-    // All-or-nothing: a failure leaves the database as it was.
-    conn.execute_batch("SAVEPOINT cmp_init")?;
     // Versions 4, 5 and 6 changed triggers and views: replace the older ones.
     let replace = if current.is_some_and(|v| v < SCHEMA_VERSION) { REPLACED } else { "" };
-    let r = conn.execute_batch(replace).and_then(|_| conn.execute_batch(SCHEMA_SQL)).and_then(|_| {
+    all_or_nothing(conn, "cmp_init", || {
+        conn.execute_batch(replace)?;
+        conn.execute_batch(SCHEMA_SQL)?;
         // The character-pair index arrived in version 3: index the rows written before it.
         if current.is_some_and(|v| v < 3) {
             conn.execute_batch("INSERT INTO cmp_memories_ngram(cmp_memories_ngram) VALUES ('rebuild')")?;
@@ -73,15 +73,23 @@ pub fn init(conn: &Connection) -> Result<i64> {
                  ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [SCHEMA_VERSION.to_string()],
         )
-    });
-    match r {
-        Ok(_) => {
-            conn.execute_batch("RELEASE cmp_init")?;
-            Ok(SCHEMA_VERSION)
-        }
+    })?;
+    Ok(SCHEMA_VERSION)
+}
+
+/// Runs `f` inside the savepoint `name`: released when `f` succeeds, rolled back when it fails, so a
+/// failure leaves the database as it was.
+pub(super) fn all_or_nothing<T>(
+    conn: &Connection,
+    name: &str,
+    f: impl FnOnce() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.execute_batch(&format!("SAVEPOINT {name}"))?;
+    match f() {
+        Ok(v) => conn.execute_batch(&format!("RELEASE {name}")).map(|_| v),
         Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK TO cmp_init; RELEASE cmp_init");
-            Err(e.into())
+            let _ = conn.execute_batch(&format!("ROLLBACK TO {name}; RELEASE {name}"));
+            Err(e)
         }
     }
 }
@@ -132,25 +140,18 @@ fn repair(conn: &Connection) -> Result<i64> {
         );
         return Err(Error::Unwritable(msg));
     }
-    conn.execute_batch("SAVEPOINT cmp_repair")?;
-    let r = (|| {
+    all_or_nothing(conn, "cmp_repair", || {
         for f in FTS_INDEXES.iter().filter(|f| gone.iter().any(|g| g == *f)) {
             conn.execute_batch(&format!("DROP TABLE IF EXISTS {f}"))?;
         }
         conn.execute_batch(SCHEMA_SQL)?;
         super::pending::requeue_all(conn)?;
         super::pending::flush(conn)
-    })();
-    match r {
-        Ok(_) => {
-            conn.execute_batch("RELEASE cmp_repair")?;
-            Ok(SCHEMA_VERSION)
-        }
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK TO cmp_repair; RELEASE cmp_repair");
-            Err(Error::Schema(format!("the cmp schema is damaged (missing: {names}) and could not be repaired: {e}")))
-        }
-    }
+    })
+    .map_err(|e| {
+        Error::Schema(format!("the cmp schema is damaged (missing: {names}) and could not be repaired: {e}"))
+    })?;
+    Ok(SCHEMA_VERSION)
 }
 
 /// A value from `cmp_meta`, or None (also when the schema is missing).
