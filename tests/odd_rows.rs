@@ -828,6 +828,17 @@ fn a_long_single_token_content_takes_bounded_time() {
     assert!(t0.elapsed() < std::time::Duration::from_secs(60), "{:?}", t0.elapsed());
 }
 
+/// `n` characters, each `pick` of the next number of a fixed pseudo-random sequence from `seed`.
+fn random_run(seed: u64, n: usize, mut pick: impl FnMut(u64) -> char) -> String {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            pick(x)
+        })
+        .collect()
+}
+
 /// A memory holding a long run of letters without a space (one piece for the byte-pair encoder):
 /// every growth step of a pack (128 tokens each, up to claude's 12,000) cut it, and each cut
 /// encoded a piece of up to 64 bytes per token of room afresh: 300 KB took 4.7 s a call in release
@@ -836,13 +847,7 @@ fn a_long_single_token_content_takes_bounded_time() {
 #[test]
 fn a_long_run_without_spaces_packs_in_bounded_time() {
     let conn = base();
-    let mut x: u64 = 42;
-    let run: String = (0..300_000)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (b'a' + (x >> 59) as u8 % 26) as char
-        })
-        .collect();
+    let run = random_run(42, 300_000, |x| (b'a' + (x >> 59) as u8 % 26) as char);
     conn.execute(
         "INSERT INTO cmp_memories(id, content, captured_at) VALUES ('mem_0dd000000x05', ?1, '2026-05-31T00:00:00Z')",
         [format!("Orion launch {run}")],
@@ -865,19 +870,15 @@ fn a_long_run_without_spaces_packs_in_bounded_time() {
 #[test]
 fn a_long_run_of_mixed_scripts_packs_in_bounded_time() {
     let conn = base();
-    let mut x: u64 = 7;
-    let run: String = (0..30_000)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let r = (x >> 33) as u32;
-            let c = match r % 3 {
-                0 => 0x61 + r / 3 % 26,
-                1 => 0x430 + r / 3 % 32,
-                _ => 0x4e00 + r / 3 % 20_000,
-            };
-            char::from_u32(c).expect("a letter")
-        })
-        .collect();
+    let run = random_run(7, 30_000, |x| {
+        let r = (x >> 33) as u32;
+        let c = match r % 3 {
+            0 => 0x61 + r / 3 % 26,
+            1 => 0x430 + r / 3 % 32,
+            _ => 0x4e00 + r / 3 % 20_000,
+        };
+        char::from_u32(c).expect("a letter")
+    });
     conn.execute(
         "INSERT INTO cmp_memories(id, content, captured_at) VALUES ('mem_0dd000000x06', ?1, '2026-05-31T00:00:00Z')",
         [format!("Orion launch {run}")],
