@@ -12,6 +12,7 @@
 
 use super::eligibility::Reader;
 use super::memories::{memory_from_row, Memory, MEMORY_COLS};
+use super::schema::Lock;
 use crate::error::Result;
 use rusqlite::{named_params, Connection, ErrorCode};
 
@@ -47,9 +48,20 @@ pub fn waiting(conn: &Connection) -> rusqlite::Result<bool> {
 }
 
 /// Indexes every queued row and empties the queue, all or nothing; returns how many rows were
-/// queued. Fails (changing nothing) where the connection cannot write.
+/// queued. Waits for another connection's write as the busy timeout says; fails (changing nothing)
+/// where the connection cannot write.
 pub fn flush(conn: &Connection) -> rusqlite::Result<usize> {
-    super::schema::all_or_nothing(conn, "cmp_flush", || {
+    index_queue(conn, Lock::Wait)
+}
+
+/// [`flush`], but failing at once with "database is locked" where another connection is writing.
+fn flush_if_free(conn: &Connection) -> rusqlite::Result<usize> {
+    index_queue(conn, Lock::NoWait)
+}
+
+fn index_queue(conn: &Connection, lock: Lock) -> rusqlite::Result<usize> {
+    super::schema::all_or_nothing(conn, "cmp_flush", lock, || {
+        // Read first: with `Lock::NoWait`, this is what makes the write below fail at once.
         let rids: Vec<i64> = {
             let mut st = conn.prepare_cached("SELECT rid FROM cmp_pending ORDER BY rid")?;
             let rows = st.query_map([], |r| r.get(0))?;
@@ -91,7 +103,7 @@ pub fn settle(conn: &Connection) -> Result<()> {
     if !waiting(conn)? || super::schema::unwritable(conn).is_some() {
         return Ok(());
     }
-    match flush(conn) {
+    match flush_if_free(conn) {
         Err(e) if !cannot_write_now(&e) => Err(e.into()),
         _ => Ok(()),
     }

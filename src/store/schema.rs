@@ -61,7 +61,7 @@ pub fn init(conn: &Connection) -> Result<i64> {
     }
     // Versions 4, 5 and 6 changed triggers and views: replace the older ones.
     let replace = if current.is_some_and(|v| v < SCHEMA_VERSION) { REPLACED } else { "" };
-    all_or_nothing(conn, "cmp_init", || {
+    all_or_nothing(conn, "cmp_init", Lock::Wait, || {
         conn.execute_batch(replace)?;
         conn.execute_batch(SCHEMA_SQL)?;
         // The character-pair index arrived in version 3: index the rows written before it.
@@ -77,18 +77,37 @@ pub fn init(conn: &Connection) -> Result<i64> {
     Ok(SCHEMA_VERSION)
 }
 
-/// Runs `f` inside the savepoint `name`: released when `f` succeeds, rolled back when it fails, so a
-/// failure leaves the database as it was.
+/// How a write that must be all or nothing takes the write lock when another connection holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lock {
+    /// Wait as the connection's busy timeout says: outside a transaction the write runs in
+    /// `BEGIN IMMEDIATE`, which takes the lock first. (A transaction that reads first cannot wait
+    /// for the lock when it then writes: SQLite answers "database is locked" at once.)
+    Wait,
+    /// Do not wait: the write runs in a savepoint, and `f` reads first, so it fails at once with
+    /// "database is locked" (a read that indexes the queue on its way reads the queued rows
+    /// instead of waiting for another connection's write).
+    NoWait,
+}
+
+/// Runs `f` all or nothing: a failure leaves the database as it was. Inside the caller's
+/// transaction, or with [`Lock::NoWait`], in the savepoint `name`; otherwise in `BEGIN IMMEDIATE`.
 pub(super) fn all_or_nothing<T>(
     conn: &Connection,
     name: &str,
+    lock: Lock,
     f: impl FnOnce() -> rusqlite::Result<T>,
 ) -> rusqlite::Result<T> {
-    conn.execute_batch(&format!("SAVEPOINT {name}"))?;
-    match f() {
-        Ok(v) => conn.execute_batch(&format!("RELEASE {name}")).map(|_| v),
+    let (begin, commit, rollback) = if lock == Lock::Wait && conn.is_autocommit() {
+        ("BEGIN IMMEDIATE".to_string(), "COMMIT".to_string(), "ROLLBACK".to_string())
+    } else {
+        (format!("SAVEPOINT {name}"), format!("RELEASE {name}"), format!("ROLLBACK TO {name}; RELEASE {name}"))
+    };
+    conn.execute_batch(&begin)?;
+    match f().and_then(|v| conn.execute_batch(&commit).map(|_| v)) {
+        Ok(v) => Ok(v),
         Err(e) => {
-            let _ = conn.execute_batch(&format!("ROLLBACK TO {name}; RELEASE {name}"));
+            let _ = conn.execute_batch(&rollback);
             Err(e)
         }
     }
@@ -140,7 +159,7 @@ fn repair(conn: &Connection) -> Result<i64> {
         );
         return Err(Error::Unwritable(msg));
     }
-    all_or_nothing(conn, "cmp_repair", || {
+    all_or_nothing(conn, "cmp_repair", Lock::Wait, || {
         for f in FTS_INDEXES.iter().filter(|f| gone.iter().any(|g| g == *f)) {
             conn.execute_batch(&format!("DROP TABLE IF EXISTS {f}"))?;
         }
