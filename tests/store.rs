@@ -343,40 +343,49 @@ fn init_is_idempotent() {
     assert_consistent(&conn);
 }
 
-/// `cmp_init()` repairs a store that lost part of its schema (an object dropped by hand, or a
-/// full-text index's shadow table): the object comes back and every row is indexed again, so the
-/// store answers as before; on a connection that cannot write it fails naming what is missing.
+/// `cmp_init()` repairs a store that lost part of its schema (an object dropped by hand, a full-text
+/// index's shadow table, a row of `cmp_meta`), damaged by another connection: the object comes back,
+/// every row is indexed again where the loss could touch an index, and the store answers as before;
+/// on a connection that cannot write it fails naming what is missing.
 #[test]
 fn init_repairs_a_schema_object_dropped_by_hand() {
-    let dropped = [
-        "TABLE cmp_pending",
-        "TABLE cmp_memories_fts",
-        "TABLE cmp_memories_fts_data",
-        "TABLE cmp_memories_ngram",
-        "TABLE cmp_memories_ngram_idx",
-        "TABLE cmp_entities",
-        "TABLE cmp_memory_entities",
-        "TABLE cmp_positions",
-        "TABLE cmp_sessions",
-        "VIEW cmp_memories_indexable",
-        "VIEW cmp_memories_grams",
-        "TRIGGER cmp_memories_ai",
-        "INDEX cmp_memories_scope_time",
-    ];
+    let mut damage: Vec<(String, &str)> = [
+        ("DROP TABLE cmp_pending", "cmp_pending"),
+        ("DROP TABLE cmp_entities", "cmp_entities"),
+        ("DROP TABLE cmp_memory_entities", "cmp_memory_entities"),
+        ("DROP TABLE cmp_positions", "cmp_positions"),
+        ("DROP TABLE cmp_sessions", "cmp_sessions"),
+        ("DROP VIEW cmp_memories_indexable", "cmp_memories_indexable"),
+        ("DROP VIEW cmp_memories_grams", "cmp_memories_grams"),
+        ("DROP TRIGGER cmp_memories_ai", "cmp_memories_ai"),
+        ("DROP INDEX cmp_memories_scope_time", "cmp_memories_scope_time"),
+        ("DELETE FROM cmp_meta WHERE key = 'secret'", "cmp_meta.secret"),
+    ]
+    .iter()
+    .map(|(sql, name)| (sql.to_string(), *name))
+    .collect();
+    for index in ["cmp_memories_fts", "cmp_memories_ngram"] {
+        damage.push((format!("DROP TABLE {index}"), index));
+        for shadow in ["data", "idx", "docsize", "config"] {
+            damage.push((format!("DROP TABLE {index}_{shadow}"), index));
+        }
+    }
     let tasks = ["atlas friday", "北京出差", "ask priya"];
-    for what in dropped {
-        let path =
-            std::env::temp_dir().join(format!("cmp-repair-{}-{}.db", std::process::id(), what.replace(' ', "-")));
+    for (i, (sql, name)) in damage.iter().enumerate() {
+        let path = std::env::temp_dir().join(format!("cmp-repair-{}-{i}.db", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let conn = open_file(&path);
         insert_memory(&conn, &Mem::new("Atlas ships on Friday").entities(&["Atlas", "Priya"]));
         insert_memory(&conn, &Mem::new("我下周二要去北京出差，住三天。"));
         insert_memory(&conn, &Mem::new("Dana owns the pricing page").entities(&["Dana"]));
         let before: Vec<_> = tasks.iter().map(|t| search(&conn, t)).collect();
-        assert!(before.iter().all(|h| !h.is_empty()), "{what}: every task finds something");
-        conn.execute_batch(&format!("DROP {what}")).unwrap();
-        // A write made while the object was missing is indexed by the repair too (when it can be made).
-        let late = conn
+        assert!(before.iter().all(|h| !h.is_empty()), "{sql}: every task finds something");
+        drop(conn);
+        // The damage, by a connection without cmp; then a write made while the object is missing
+        // (where it can be made), which the repair indexes too.
+        let plain = Connection::open(&path).unwrap();
+        plain.execute_batch(sql).unwrap();
+        let late = plain
             .execute(
                 "INSERT INTO cmp_memories(id, content, captured_at)
                  VALUES ('mem_00000000a7e0', 'Atlas retro on Friday afternoon', '2026-05-01T00:00:00Z')",
@@ -384,28 +393,28 @@ fn init_repairs_a_schema_object_dropped_by_hand() {
             )
             .ok()
             .map(|_| "mem_00000000a7e0".to_string());
+        drop(plain);
         let ro = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
         cmp::register(&ro).unwrap();
         let e = sql_error(&ro, "SELECT cmp_init()");
-        let name = what.split(' ').nth(1).unwrap();
-        let named = name.trim_end_matches("_data").trim_end_matches("_idx");
-        assert!(e.starts_with("cmp_init: the cmp schema is damaged (missing: ") && e.contains(named), "{what}: {e}");
-        assert_eq!(init(&conn), 7, "{what}");
+        assert!(e.starts_with("cmp_init: the cmp schema is damaged (missing: ") && e.contains(name), "{sql}: {e}");
+        drop(ro);
+        let conn = open_file(&path);
         assert_consistent(&conn);
-        assert_eq!(queued(&conn), 0, "{what}: indexed at once");
+        assert_eq!(queued(&conn), 0, "{sql}: indexed at once");
         for (t, hits) in tasks.iter().zip(&before) {
             let now = search(&conn, t);
             let late_hit = late.as_ref().is_some_and(|l| now.iter().any(|h| &h.r#ref == l));
-            assert_eq!(now.len() - usize::from(late_hit), hits.len(), "{what}: {t}");
-            assert!(refs(hits).iter().all(|r| refs(&now).contains(r)), "{what}: {t}");
+            assert_eq!(now.len() - usize::from(late_hit), hits.len(), "{sql}: {t}");
+            assert!(refs(hits).iter().all(|r| refs(&now).contains(r)), "{sql}: {t}");
         }
         if let Some(l) = &late {
-            assert!(refs(&search(&conn, "atlas retro")).contains(l), "{what}: the late write is found");
+            assert!(refs(&search(&conn, "atlas retro")).contains(l), "{sql}: the late write is found");
         }
         insert_memory(&conn, &Mem::new("Lee reviews the budget"));
-        assert!(!search(&conn, "lee budget").is_empty(), "{what}: writes work after the repair");
+        assert!(!search(&conn, "lee budget").is_empty(), "{sql}: writes work after the repair");
         assert_consistent(&conn);
-        drop((conn, ro));
+        drop(conn);
         let _ = std::fs::remove_file(&path);
     }
 }

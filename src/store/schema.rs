@@ -123,9 +123,17 @@ fn schema_objects() -> impl Iterator<Item = &'static str> {
     })
 }
 
-/// The full-text indexes of the schema, and the shadow tables FTS5 keeps for each.
+/// The full-text indexes of the schema.
 const FTS_INDEXES: [&str; 2] = ["cmp_memories_fts", "cmp_memories_ngram"];
-const FTS_SHADOWS: [&str; 4] = ["_data", "_idx", "_docsize", "_config"];
+/// The shadow tables FTS5 keeps for each (external content: no `_content`), as FTS5 creates them.
+/// A full-text index is dropped through its own constructor, which reads them: one that lost a
+/// shadow gets an empty one first, so that it can be dropped and created again.
+const FTS_SHADOWS: [(&str, &str); 4] = [
+    ("_data", "(id INTEGER PRIMARY KEY, block BLOB)"),
+    ("_idx", "(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID"),
+    ("_docsize", "(id INTEGER PRIMARY KEY, sz BLOB)"),
+    ("_config", "(k PRIMARY KEY, v) WITHOUT ROWID"),
+];
 
 /// What is missing from a store whose version is current: objects of the schema (dropped by hand,
 /// say), and full-text indexes that lost a shadow table (listed by the index's name).
@@ -137,11 +145,61 @@ fn missing(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     };
     let mut out: Vec<String> = schema_objects().filter(|n| !present.contains(*n)).map(String::from).collect();
     for f in FTS_INDEXES {
-        if present.contains(f) && FTS_SHADOWS.iter().any(|s| !present.contains(&format!("{f}{s}"))) {
+        if present.contains(f) && FTS_SHADOWS.iter().any(|(s, _)| !present.contains(&format!("{f}{s}"))) {
             out.push(f.to_string());
         }
     }
+    if present.contains("cmp_meta") {
+        out.extend(META_KEYS.iter().filter(|k| meta(conn, k).is_none()).map(|k| format!("cmp_meta.{k}")));
+    }
     Ok(out)
+}
+
+/// The `cmp_meta` rows [`SCHEMA_SQL`] creates besides the version (`cmp_init()` writes that).
+const META_KEYS: [&str; 3] = ["entity_gen", "db_id", "secret"];
+
+/// What applying the schema again restores with no index entry lost: plain indexes, the tables of
+/// sessions, pins and open tasks, and `cmp_meta`'s rows. Anything else missing (a full-text index or
+/// its shadow, the queue, a view or trigger that indexes, the entity tables) means rows may be
+/// indexed wrongly, so every row is indexed again.
+fn restored_as_is(name: &str) -> bool {
+    const AS_IS: [&str; 8] = [
+        "cmp_memories_scope_time",
+        "cmp_memories_rules",
+        "cmp_memories_superseded_by",
+        "cmp_memory_entities_rid",
+        "cmp_tasks",
+        "cmp_tasks_ai",
+        "cmp_sessions",
+        "cmp_pins",
+    ];
+    AS_IS.contains(&name) || name.starts_with("cmp_meta.")
+}
+
+/// Drops the full-text index `f`, which is missing or lost a shadow table: FTS5 drops an index through its own
+/// constructor, which reads its configuration and the index's structure record, so the missing
+/// shadows are first created empty, with the records a new index of this SQLite starts with
+/// (copied from a scratch index in `temp`).
+fn drop_broken_fts(conn: &Connection, f: &str) -> rusqlite::Result<()> {
+    let exists: bool =
+        conn.query_row("SELECT count(*) > 0 FROM main.sqlite_master WHERE name = ?1", [f], |r| r.get(0))?;
+    if !exists {
+        // Dropped itself: no shadow of it may stand in the way of creating it again.
+        for (shadow, _) in FTS_SHADOWS {
+            conn.execute_batch(&format!("DROP TABLE IF EXISTS main.{f}{shadow}"))?;
+        }
+        return Ok(());
+    }
+    for (shadow, columns) in FTS_SHADOWS {
+        conn.execute_batch(&format!("CREATE TABLE IF NOT EXISTS main.{f}{shadow}{columns}"))?;
+    }
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE temp.cmp_scratch_fts USING fts5(x, content = '');
+         INSERT OR IGNORE INTO main.{f}_config SELECT * FROM temp.cmp_scratch_fts_config;
+         INSERT OR IGNORE INTO main.{f}_data SELECT * FROM temp.cmp_scratch_fts_data;
+         DROP TABLE temp.cmp_scratch_fts;
+         DROP TABLE main.{f};"
+    ))
 }
 
 /// `cmp_init()` on a store whose version is current: nothing to do, unless part of the schema is
@@ -161,9 +219,12 @@ fn repair(conn: &Connection) -> Result<i64> {
     }
     all_or_nothing(conn, "cmp_repair", Lock::Wait, || {
         for f in FTS_INDEXES.iter().filter(|f| gone.iter().any(|g| g == *f)) {
-            conn.execute_batch(&format!("DROP TABLE IF EXISTS {f}"))?;
+            drop_broken_fts(conn, f)?;
         }
         conn.execute_batch(SCHEMA_SQL)?;
+        if gone.iter().all(|g| restored_as_is(g)) {
+            return Ok(0);
+        }
         super::pending::requeue_all(conn)?;
         super::pending::flush(conn)
     })
