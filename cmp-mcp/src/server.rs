@@ -42,8 +42,9 @@ pub struct CmpServer {
     db: Db,
     access: Access,
     limits: Arc<Limits>,
-    /// The CMP session of this connection, renewed at `initialize`.
-    session: Arc<Mutex<String>>,
+    /// The CMP session of this connection, made at `initialize`: a request of an MCP revision
+    /// without sessions never initializes, so it gets none (and writes no session row).
+    session: Arc<Mutex<Option<String>>>,
     /// HTTP: the id of the token that opened the session; a call with another token is refused.
     owner: Arc<Mutex<Option<String>>>,
 }
@@ -96,13 +97,7 @@ impl CmpServer {
     }
 
     fn build(db: Db, access: Access, limits: Arc<Limits>) -> CmpServer {
-        CmpServer {
-            db,
-            access,
-            limits,
-            session: Arc::new(Mutex::new(new_session_id())),
-            owner: Arc::new(Mutex::new(None)),
-        }
+        CmpServer { db, access, limits, session: Arc::new(Mutex::new(None)), owner: Arc::new(Mutex::new(None)) }
     }
 
     /// The scope and write right of a call, or why it is refused.
@@ -164,7 +159,7 @@ impl ServerHandler for CmpServer {
             let grant = self.grant(&context)?;
             *lock(&self.owner) = Some(grant.token_id);
         }
-        *lock(&self.session) = new_session_id();
+        *lock(&self.session) = Some(new_session_id());
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
@@ -193,7 +188,7 @@ impl ServerHandler for CmpServer {
         let grant = self.grant(&context)?;
         let ctx = Ctx {
             scope: grant.scope,
-            session: Some(lock(&self.session).clone()),
+            session: lock(&self.session).clone(),
             read_only: grant.read_only,
             max_text_bytes: self.limits.max_text_bytes,
         };

@@ -544,3 +544,47 @@ fn connections_past_the_limit_are_closed_at_once() {
     assert_eq!((h.status, h.body.as_str()), (200, "ok"));
     assert!(server.alive());
 }
+
+/// A client of the MCP revision without sessions (2026-07-28) never initializes: each request gets
+/// a server of its own, so `get_context` gets no implicit session, as the README says, and a read
+/// writes no session row (a fuzzing pass found one written on every call, with a read-only token).
+#[test]
+fn a_stateless_request_gets_no_implicit_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("memory.db");
+    seed(&db);
+    let tok = token(&db, "default", true);
+    let server = Server::start(&db, &[]);
+    let auth = bearer(&tok);
+    let version = "2026-07-28";
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "get_context", "arguments": {"task": "Atlas"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": version,
+                  "io.modelcontextprotocol/clientCapabilities": {},
+                  "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}})
+    .to_string();
+    let sessions = || -> i64 { open(&db).query_row("SELECT count(*) FROM cmp_sessions", [], |r| r.get(0)).unwrap() };
+    let before = sessions();
+    for _ in 0..3 {
+        let r = request(
+            server.addr,
+            "POST",
+            "/mcp",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("MCP-Protocol-Version", version),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "get_context"),
+            ],
+            Some(call.as_bytes()),
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        let body = r.sse_messages().into_iter().next().unwrap_or_else(|| r.json());
+        let text = body["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{body}"));
+        let pack: Value = serde_json::from_str(text).expect("a pack");
+        assert!(pack["working_memory"].is_null(), "no implicit session: {pack}");
+    }
+    assert_eq!(sessions(), before, "a stateless read writes no session row");
+}
