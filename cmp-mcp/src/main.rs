@@ -33,7 +33,8 @@ Serves the cmp memory database at PATH to MCP clients.
                   32), --timeout-secs N (per request; default 30), --header-timeout-secs N (to send
                   a request's head, and idle between requests; default 10), --max-connections N
                   (open at once, more are closed at once; default 256, keep it above
-                  --max-concurrent), --allowed-host NAME (a Host name MCP requests may carry
+                  --max-concurrent), --max-sessions N (live MCP sessions; default 1024),
+                  --allowed-host NAME (a Host name MCP requests may carry
                   besides the loopback ones; repeatable)
   token create    prints a new token once (only its hash is stored); --read-only refuses remember
   token list      id, scope, access, label, created and revoked times (never a secret)
@@ -176,6 +177,7 @@ fn parse_serve(f: Flags) -> Result<Cli, String> {
         "--timeout-secs",
         "--header-timeout-secs",
         "--max-connections",
+        "--max-sessions",
         "--allowed-host",
     ])?;
     if let Some(w) = f.words.first() {
@@ -193,6 +195,7 @@ fn parse_serve(f: Flags) -> Result<Cli, String> {
         timeout: f.seconds("--timeout-secs", http::DEFAULT_TIMEOUT)?,
         header_timeout: f.seconds("--header-timeout-secs", http::DEFAULT_HEADER_TIMEOUT)?,
         max_connections: f.number_at_most("--max-connections", http::DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS)?,
+        max_sessions: f.number("--max-sessions", http::DEFAULT_MAX_SESSIONS)?,
         allowed_hosts: f.all("--allowed-host"),
     };
     Ok(Cli::Serve { db: f.db()?, cfg })
@@ -386,6 +389,7 @@ mod tests {
                 assert_eq!(cfg.timeout, http::DEFAULT_TIMEOUT);
                 assert_eq!(cfg.header_timeout, Duration::from_secs(10));
                 assert_eq!(cfg.max_connections, 256);
+                assert_eq!(cfg.max_sessions, http::DEFAULT_MAX_SESSIONS);
             }
             other => panic!("{other:?}"),
         }
