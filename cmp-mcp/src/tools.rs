@@ -310,8 +310,16 @@ fn short(v: &Value) -> String {
 
 fn check_keys(tool: &str, args: &Map<String, Value>, accepted: &[&str]) -> Result<(), String> {
     match args.keys().find(|k| !accepted.contains(&k.as_str())) {
-        Some(k) => Err(format!("{tool}: unknown argument {k:?} (accepted: {})", accepted.join(", "))),
+        Some(k) => Err(format!("{tool}: unknown argument {} (accepted: {})", quoted(k), accepted.join(", "))),
         None => Ok(()),
+    }
+}
+
+/// `s` quoted for an error message, cut after 60 characters: an error never echoes a huge value.
+fn quoted(s: &str) -> String {
+    match s.char_indices().nth(60) {
+        Some((at, _)) => format!("{:?}… ({} bytes in all)", &s[..at], s.len()),
+        None => format!("{s:?}"),
     }
 }
 
@@ -485,7 +493,7 @@ fn remember(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outc
     };
     let stored = store::remember(conn, &new).map_err(|e| match e {
         RememberError::NoSuchMemory => {
-            format!("{tool}: supersedes: no memory {:?} in this scope", supersedes.unwrap_or_default())
+            format!("{tool}: supersedes: no memory {} in this scope", quoted(supersedes.unwrap_or_default()))
         }
         RememberError::AlreadySuperseded(by) => format!(
             "{tool}: supersedes: {} is already superseded by {by}; supersede {by} instead",
@@ -551,7 +559,7 @@ fn fetch(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> Outcome
     let out = text_of(conn, "SELECT cmp_expand(?1, 'document', ?2)", params![id, options])?;
     let v: Value = serde_json::from_str(&out).map_err(|e| format!("{tool}: {e}"))?;
     let Some(Value::Object(doc)) = v.get("document").filter(|_| v["found"] == json!(true)) else {
-        return Err(format!("{tool}: no memory {id:?} in this scope").into());
+        return Err(format!("{tool}: no memory {} in this scope", quoted(id)).into());
     };
     let mut metadata = doc.clone();
     // Memories carry `content`; open tasks carry `title`.
@@ -577,6 +585,18 @@ mod tests {
         assert!(t.ends_with("word…"), "{t}");
         let unbroken = "x".repeat(200);
         assert_eq!(title(&unbroken).chars().count(), TITLE_CHARS + 1);
+    }
+
+    #[test]
+    fn errors_quote_a_value_cut_short() {
+        assert_eq!(quoted("atlas"), "\"atlas\"");
+        let huge = "k".repeat(1 << 20);
+        let q = quoted(&huge);
+        assert!(q.len() < 100 && q.ends_with("… (1048576 bytes in all)"), "{q}");
+        let mut args = Map::new();
+        args.insert(huge, Value::Null);
+        let e = check_keys("search", &args, &["query"]).unwrap_err();
+        assert!(e.starts_with("search: unknown argument \"kkk") && e.len() < 200, "{e}");
     }
 
     #[test]
