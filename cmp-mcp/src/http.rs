@@ -346,15 +346,26 @@ fn query_args(
         q.map_err(|e| Refusal(StatusCode::BAD_REQUEST, format!("{route}: bad query string: {}", e.body_text())))?;
     let mut args = Map::new();
     for (k, v) in pairs {
-        let value = match (k.as_str(), v.parse::<i64>()) {
-            ("token_budget", Ok(n)) => json!(n),
-            _ => json!(v),
-        };
+        let value = query_value(&k, v);
         if args.insert(k.clone(), value).is_some() {
             return Err(Refusal(StatusCode::BAD_REQUEST, format!("{route}: parameter {k:?} is given twice")));
         }
     }
     Ok(args)
+}
+
+/// A query-string value as the tool's argument: `token_budget` a number when it reads as one (so the
+/// tool says what is wrong with `1.5`), `audit` a boolean when it is `true` or `false`, the rest text.
+fn query_value(key: &str, v: String) -> Value {
+    match key {
+        "token_budget" => match (v.parse::<i64>(), v.parse::<f64>()) {
+            (Ok(n), _) => json!(n),
+            (_, Ok(f)) if f.is_finite() => json!(f),
+            _ => json!(v),
+        },
+        "audit" if v == "true" || v == "false" => json!(v == "true"),
+        _ => json!(v),
+    }
 }
 
 /// A JSON object body; empty means none.
@@ -391,8 +402,8 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-/// `GET|POST /v1/context`: task, model, token_budget, session_id, format, send; from the query string,
-/// a JSON body, or both (the body wins).
+/// `GET|POST /v1/context`: task, model, token_budget, session_id, format, send, audit; from the query
+/// string, a JSON body, or both (the body wins).
 async fn context(
     State(app): State<App>,
     Extension(grant): Extension<Grant>,

@@ -330,6 +330,9 @@ fn malformed_oversized_busy_and_slow_requests() {
     let r = get(a, "/v1/context?task=x&token_budget=lots", &tok);
     assert_eq!(r.status, 400);
     assert!(r.error().starts_with("cmp_context: "), "{r:?}");
+    let r = get(a, "/v1/context?task=x&token_budget=1.5", &tok);
+    assert_eq!((r.status, r.error().as_str()), (400, "cmp_context: token_budget must be an integer, got 1.5"));
+    assert_eq!(get(a, "/v1/context?task=x&audit=true", &tok).status, 200, "audit from the query string");
     let r = get(a, "/v1/nothing", &tok);
     assert_eq!(r.status, 404);
     let r = get(a, "/v1/query", &tok);
