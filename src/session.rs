@@ -327,10 +327,8 @@ pub fn load_turn(
         let rows = hints(&state);
         return Ok(Turn { stored, state, status: HashMap::new(), rows });
     }
-    let state: State = match &stored {
-        Some(s) => serde_json::from_str(s).map_err(|e| {
-            Error::Session(format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
-        })?,
+    let state = match &stored {
+        Some(s) => parse_state(sid, s)?,
         None => State::default(),
     };
     drop(t);
@@ -347,6 +345,13 @@ pub fn load_turn(
     Ok(Turn { stored, state, status: read.status, rows })
 }
 
+/// A stored session state, or the error that says how to get past a corrupt one.
+fn parse_state(sid: &str, stored: &str) -> Result<State> {
+    serde_json::from_str(stored).map_err(|e| {
+        Error::Session(format!("session {sid:?} has corrupt state ({e}); reset it with cmp_session_reset"))
+    })
+}
+
 /// Session `sid` of `scope` as `cmp_session` shows it now (None: no such session): a ref that is no
 /// longer readable here (redacted, moved to another scope, deleted) is left out of `known` and of
 /// every trajectory step, as from every other output, even before the next turn evicts it.
@@ -354,8 +359,7 @@ pub fn shown(conn: &Connection, sid: &str, scope: &str) -> Result<Option<State>>
     let Some(stored) = store::load_session(conn, sid, scope)? else {
         return Ok(None);
     };
-    let mut state: State = serde_json::from_str(&stored)
-        .map_err(|e| Error::Session(format!("session {sid:?} has corrupt state ({e})")))?;
+    let mut state = parse_state(sid, &stored)?;
     let refs: Vec<String> = state
         .known
         .keys()

@@ -74,8 +74,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `--max-connections`.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
-/// Default `--max-sessions`: an MCP session holds about 80 KB until it has been idle 5 minutes, so
-/// this bounds them to about 80 MB (a fuzzing pass opened 12,000 in a minute: 1 GB).
+/// Default `--max-sessions`. An MCP session holds memory until it has been idle 5 minutes: a fuzzing
+/// pass (its script is not in this repository) opened 12,000 in a minute and the server reached
+/// 1 GB, about 80 KB a session, so this bounds them to about 80 MB.
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
 
 #[derive(Clone)]

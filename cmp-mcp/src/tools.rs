@@ -315,12 +315,9 @@ fn check_keys(tool: &str, args: &Map<String, Value>, accepted: &[&str]) -> Resul
     }
 }
 
-/// `s` quoted for an error message, cut after 60 characters: an error never echoes a huge value.
+/// `s` quoted for an error message, cut as the extension cuts a value it quotes.
 fn quoted(s: &str) -> String {
-    match s.char_indices().nth(60) {
-        Some((at, _)) => format!("{:?}… ({} bytes in all)", &s[..at], s.len()),
-        None => format!("{s:?}"),
-    }
+    cmp::options::short(&Value::String(s.to_string()))
 }
 
 /// An argument as an SQL value, so the cmp function itself judges it (and words the error). Only JSON
@@ -592,7 +589,7 @@ mod tests {
         assert_eq!(quoted("atlas"), "\"atlas\"");
         let huge = "k".repeat(1 << 20);
         let q = quoted(&huge);
-        assert!(q.len() < 100 && q.ends_with("… (1048576 bytes in all)"), "{q}");
+        assert!(q.chars().count() == 60 && q.ends_with('…'), "{q}");
         let mut args = Map::new();
         args.insert(huge, Value::Null);
         let e = check_keys("search", &args, &["query"]).unwrap_err();
