@@ -1,9 +1,11 @@
 -- cmp schema. Applied by `SELECT cmp_init();` on every open: every statement is idempotent, so
 -- running it on an older version upgrades in place (the Rust side runs version-specific steps first
 -- and records the version in cmp_meta). Every write is kept right by plain-SQL triggers, so a
--- connection that never loaded the extension writes correctly: they queue the written row for
--- indexing (cmp_pending) and remove the index entries of a changed or deleted row at once; the
--- extension indexes the queue before it reads.
+-- connection that never loaded the extension writes correctly. The triggers write plain tables only,
+-- never a full-text index (schema 8): they queue the rids a write touches (cmp_pending) and keep the
+-- indexed text of a row that changed or went (cmp_stale); the extension brings the indexes up to
+-- date before it reads. So a write that fails leaves no full-text write to roll back, and
+-- `PRAGMA trusted_schema = OFF` does not refuse writes.
 
 CREATE TABLE IF NOT EXISTS cmp_meta(
   key   TEXT PRIMARY KEY,
@@ -41,21 +43,33 @@ CREATE INDEX IF NOT EXISTS cmp_memories_rules
 CREATE INDEX IF NOT EXISTS cmp_memories_superseded_by
   ON cmp_memories(superseded_by) WHERE superseded_by IS NOT NULL;
 
--- The index queue (schema 5). A write does not index: its triggers queue the row's rid here, and the
--- extension writes every queued row's index entries (word index, character-pair index, entity links)
--- with one statement per index, at the next read on a connection that can write or at
--- `SELECT cmp_flush()`. One statement per index instead of one per row is what makes a bulk load
--- cheap: a full-text insert made by a trigger writes a new index segment for every row. A row is
--- queued on insert and whenever its text, entities, redaction or rid change (its old entries are
--- removed at once); deleting it leaves the queue.
+-- The index queue (schema 5). A write does not index: its triggers queue the rids it touches here,
+-- and the extension brings every queued rid's index entries (word index, character-pair index,
+-- entity links) up to date with one statement per index, at the next read on a connection that can
+-- write or at `SELECT cmp_flush()`. One statement per index instead of one per row is what makes a
+-- bulk load cheap: a full-text insert made by a trigger writes a new index segment for every row. A
+-- rid is queued when a row is inserted there, when its row's text, entities, redaction or rid
+-- change (the old rid and the new), and when its row is deleted; only the extension empties the
+-- queue. A queued rid's row, if it still has one, is not in the indexes (its old entries may be:
+-- cmp_stale), so reads take index matches only of rows that are not queued.
 CREATE TABLE IF NOT EXISTS cmp_pending(rid INTEGER PRIMARY KEY);
 
--- Only rows that may surface are indexed: a redacted row is not in the index at all, so it cannot
--- even shift the BM25 statistics of other rows; a queued row is not in it yet. `rebuild` and
--- `integrity-check` read this view.
-CREATE VIEW IF NOT EXISTS cmp_memories_indexable AS
+-- The indexed text of rows changed, replaced or deleted since the indexes were last brought up to
+-- date (schema 8): the entries the indexes still hold for them, which the extension removes before
+-- it indexes the queue. Every rid here is also queued.
+CREATE TABLE IF NOT EXISTS cmp_stale(rid INTEGER PRIMARY KEY, content TEXT NOT NULL);
+
+-- The rows the indexes hold as they are: rows that may surface and are not queued. A redacted row is
+-- not indexed, so once the queue is indexed it cannot even shift the BM25 statistics of other rows.
+CREATE VIEW IF NOT EXISTS cmp_memories_indexed AS
   SELECT rid, content FROM cmp_memories
   WHERE (redacted = 0 OR redacted IS NULL) AND rid NOT IN (SELECT rid FROM cmp_pending);
+
+-- What the word index holds: those rows, and the old text of the stale ones (a stale rid has no
+-- indexed row: it is queued). `rebuild` and `integrity-check` read this view.
+CREATE VIEW IF NOT EXISTS cmp_memories_indexable AS
+  SELECT rid, content FROM cmp_memories_indexed
+  UNION ALL SELECT rid, content FROM cmp_stale;
 
 CREATE VIRTUAL TABLE IF NOT EXISTS cmp_memories_fts USING fts5(
   content,
@@ -107,42 +121,43 @@ INSERT OR IGNORE INTO cmp_meta(key, value) VALUES ('db_id', lower(hex(randomblob
 INSERT OR IGNORE INTO cmp_meta(key, value) VALUES ('secret', lower(hex(randomblob(32))));
 
 -- ---------------------------------------------------------------- triggers
--- A row is indexed when it is not queued; only an indexed row has entries to remove.
+-- A row is indexed when it may surface and is not queued; only an indexed row has entries to
+-- remove, and its text is kept in cmp_stale for that. The triggers skip a rid already queued with an
+-- upsert (`ON CONFLICT DO NOTHING`), not `INSERT OR IGNORE`: a trigger's statements take the `OR`
+-- policy of the statement that fired them when it names one (`INSERT OR ABORT` would fail on a rid
+-- already queued), not its upsert. An entity
+-- goes with the last link to it; the links, not the row's `entities` text, say which (the triggers
+-- call no JSON function, which SQLite 3.40 does not allow in a trigger under `trusted_schema = OFF`).
 CREATE TRIGGER IF NOT EXISTS cmp_memories_ai AFTER INSERT ON cmp_memories BEGIN
-  INSERT OR IGNORE INTO cmp_pending(rid) VALUES (NEW.rid);
+  INSERT INTO cmp_pending(rid) VALUES (NEW.rid) ON CONFLICT DO NOTHING;
 END;
 CREATE TRIGGER IF NOT EXISTS cmp_memories_ai_id AFTER INSERT ON cmp_memories WHEN NEW.id IS NULL BEGIN
   UPDATE cmp_memories SET id = 'mem_' || lower(hex(randomblob(6))) WHERE rid = NEW.rid;
 END;
 
 CREATE TRIGGER IF NOT EXISTS cmp_memories_ad AFTER DELETE ON cmp_memories BEGIN
-  INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content)
-    SELECT 'delete', OLD.rid, OLD.content
-    WHERE (OLD.redacted = 0 OR OLD.redacted IS NULL) AND NOT EXISTS (SELECT 1 FROM cmp_pending WHERE rid = OLD.rid);
+  INSERT INTO cmp_stale(rid, content)
+    SELECT OLD.rid, OLD.content
+    WHERE (OLD.redacted = 0 OR OLD.redacted IS NULL) AND NOT EXISTS (SELECT 1 FROM cmp_pending WHERE rid = OLD.rid)
+  ON CONFLICT DO NOTHING;
+  DELETE FROM cmp_entities WHERE id IN (SELECT entity_id FROM cmp_memory_entities WHERE rid = OLD.rid)
+    AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id AND l.rid <> OLD.rid);
   DELETE FROM cmp_memory_entities WHERE rid = OLD.rid;
-  DELETE FROM cmp_entities WHERE id IN (
-      SELECT e.id FROM json_each(CASE WHEN json_valid(OLD.entities) AND json_type(OLD.entities) = 'array'
-                                      THEN OLD.entities ELSE '[]' END) AS j
-      JOIN cmp_entities AS e ON e.norm = lower(trim(j.value)) WHERE j.type = 'text')
-    AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id);
-  DELETE FROM cmp_pending WHERE rid = OLD.rid;
+  INSERT INTO cmp_pending(rid) VALUES (OLD.rid) ON CONFLICT DO NOTHING;
 END;
 
 CREATE TRIGGER IF NOT EXISTS cmp_memories_au AFTER UPDATE ON cmp_memories
 WHEN OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
   OR OLD.entities IS NOT NEW.entities
 BEGIN
-  INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content)
-    SELECT 'delete', OLD.rid, OLD.content
-    WHERE (OLD.redacted = 0 OR OLD.redacted IS NULL) AND NOT EXISTS (SELECT 1 FROM cmp_pending WHERE rid = OLD.rid);
+  INSERT INTO cmp_stale(rid, content)
+    SELECT OLD.rid, OLD.content
+    WHERE (OLD.redacted = 0 OR OLD.redacted IS NULL) AND NOT EXISTS (SELECT 1 FROM cmp_pending WHERE rid = OLD.rid)
+  ON CONFLICT DO NOTHING;
+  DELETE FROM cmp_entities WHERE id IN (SELECT entity_id FROM cmp_memory_entities WHERE rid = OLD.rid)
+    AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id AND l.rid <> OLD.rid);
   DELETE FROM cmp_memory_entities WHERE rid = OLD.rid;
-  DELETE FROM cmp_entities WHERE id IN (
-      SELECT e.id FROM json_each(CASE WHEN json_valid(OLD.entities) AND json_type(OLD.entities) = 'array'
-                                      THEN OLD.entities ELSE '[]' END) AS j
-      JOIN cmp_entities AS e ON e.norm = lower(trim(j.value)) WHERE j.type = 'text')
-    AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id);
-  DELETE FROM cmp_pending WHERE rid = OLD.rid;
-  INSERT OR IGNORE INTO cmp_pending(rid) VALUES (NEW.rid);
+  INSERT INTO cmp_pending(rid) VALUES (OLD.rid), (NEW.rid) ON CONFLICT DO NOTHING;
 END;
 
 CREATE TRIGGER IF NOT EXISTS cmp_memories_au_id AFTER UPDATE OF id ON cmp_memories
@@ -155,48 +170,44 @@ END;
 -- with without running that row's delete triggers, unless the writing connection has `PRAGMA
 -- recursive_triggers` on (SQLite's rule): its index entries and entity links stayed behind, and a
 -- row that later took its rid was found by the old row's words (schema 7). So before a write that
--- conflicts on `id` or `rid`, the row it conflicts with is unindexed and queued, as a changed row
--- is: when the write replaces it, the next flush drops its rid from the queue; when the write is
--- refused the statement's changes roll back; when it is ignored, the next read indexes the row again.
+-- conflicts on `id` or `rid`, the row it conflicts with is queued and its indexed text kept, as a
+-- changed row's is: when the write replaces it, the next flush removes its entries; when the write
+-- is refused the statement's changes roll back; when it is ignored, the next flush indexes the row
+-- again.
 CREATE TRIGGER IF NOT EXISTS cmp_memories_bi_conflict BEFORE INSERT ON cmp_memories
 WHEN EXISTS (SELECT 1 FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid)
 BEGIN
-  INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content)
-    SELECT 'delete', rid, content FROM cmp_memories_indexable
-    WHERE rid IN (SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid);
-  INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
-    SELECT 'delete', rid, grams FROM cmp_memories_grams
-    WHERE rid IN (SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid);
+  INSERT INTO cmp_stale(rid, content)
+    SELECT rid, content FROM cmp_memories_indexed
+    WHERE rid IN (SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid)
+  ON CONFLICT DO NOTHING;
+  DELETE FROM cmp_entities
+    WHERE id IN (SELECT entity_id FROM cmp_memory_entities
+                 WHERE rid IN (SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid))
+      AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id
+                        AND l.rid NOT IN (SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid));
   DELETE FROM cmp_memory_entities WHERE rid IN (SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid);
-  DELETE FROM cmp_entities WHERE id IN (
-      SELECT e.id FROM cmp_memories AS m,
-             json_each(CASE WHEN json_valid(m.entities) AND json_type(m.entities) = 'array'
-                            THEN m.entities ELSE '[]' END) AS j
-      JOIN cmp_entities AS e ON e.norm = lower(trim(j.value))
-      WHERE (m.id = NEW.id OR m.rid = NEW.rid) AND j.type = 'text')
-    AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id);
-  INSERT OR IGNORE INTO cmp_pending(rid) SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid;
+  INSERT INTO cmp_pending(rid)
+    SELECT rid FROM cmp_memories WHERE id = NEW.id OR rid = NEW.rid ON CONFLICT DO NOTHING;
 END;
 CREATE TRIGGER IF NOT EXISTS cmp_memories_bu_conflict BEFORE UPDATE OF id, rid ON cmp_memories
 WHEN EXISTS (SELECT 1 FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid)
 BEGIN
-  INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content)
-    SELECT 'delete', rid, content FROM cmp_memories_indexable
-    WHERE rid IN (SELECT rid FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid);
-  INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
-    SELECT 'delete', rid, grams FROM cmp_memories_grams
-    WHERE rid IN (SELECT rid FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid);
+  INSERT INTO cmp_stale(rid, content)
+    SELECT rid, content FROM cmp_memories_indexed
+    WHERE rid IN (SELECT rid FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid)
+  ON CONFLICT DO NOTHING;
+  DELETE FROM cmp_entities
+    WHERE id IN (SELECT entity_id FROM cmp_memory_entities
+                 WHERE rid IN (SELECT rid FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid))
+      AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id
+                        AND l.rid NOT IN (SELECT rid FROM cmp_memories
+                                          WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid));
   DELETE FROM cmp_memory_entities
     WHERE rid IN (SELECT rid FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid);
-  DELETE FROM cmp_entities WHERE id IN (
-      SELECT e.id FROM cmp_memories AS m,
-             json_each(CASE WHEN json_valid(m.entities) AND json_type(m.entities) = 'array'
-                            THEN m.entities ELSE '[]' END) AS j
-      JOIN cmp_entities AS e ON e.norm = lower(trim(j.value))
-      WHERE (m.id = NEW.id OR m.rid = NEW.rid) AND m.rid <> OLD.rid AND j.type = 'text')
-    AND NOT EXISTS (SELECT 1 FROM cmp_memory_entities AS l WHERE l.entity_id = cmp_entities.id);
-  INSERT OR IGNORE INTO cmp_pending(rid)
-    SELECT rid FROM cmp_memories WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid;
+  INSERT INTO cmp_pending(rid)
+    SELECT rid FROM cmp_memories
+    WHERE (id = NEW.id OR rid = NEW.rid) AND rid <> OLD.rid ON CONFLICT DO NOTHING;
 END;
 
 -- The entity gazetteer (an fst built by the extension) is rebuilt only when this value changes.
@@ -234,20 +245,21 @@ CREATE TABLE IF NOT EXISTS cmp_positions(i INTEGER PRIMARY KEY);
 INSERT OR IGNORE INTO cmp_positions(i)
   WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2047) SELECT i FROM n;
 
--- The indexed text of each row: its character pairs, separated by spaces. Only rows that may
--- surface and hold a character of a spaceless script are here. The row's cut text is read once (a
--- LIMIT keeps the subquery from being merged into the loop), then each position costs one substr and
--- one GLOB.
+-- The indexed text of each row: its character pairs, separated by spaces. Only the rows of
+-- cmp_memories_indexable (indexed, or stale with their old text) that hold a character of a
+-- spaceless script are here. A text whose bytes are as many as its characters holds no character
+-- outside ASCII (any byte of one is either a lead byte followed by continuation bytes, or decodes to
+-- U+FFFD), so that test skips it before the GLOB class, which costs more (schema 4). The row's cut
+-- text is read once (a LIMIT keeps the subquery from being merged into the loop), then each
+-- position costs one substr and one GLOB.
 CREATE VIEW IF NOT EXISTS cmp_memories_grams AS
   SELECT m.rid AS rid,
          (SELECT group_concat(substr(x.t, p.i, 2), ' ')
             FROM (SELECT substr(m.content, 1, 2048) AS t LIMIT 1) AS x, cmp_positions AS p
            WHERE p.i < length(x.t)
              AND substr(x.t, p.i, 2) GLOB '[0-9A-Za-zÀ-ÖØ-öø-ɏ฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿][0-9A-Za-zÀ-ÖØ-öø-ɏ฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿]') AS grams
-  FROM cmp_memories AS m
-  WHERE (m.redacted = 0 OR m.redacted IS NULL)
-    AND m.rid NOT IN (SELECT rid FROM cmp_pending)
-    AND length(CAST(m.content AS BLOB)) <> length(CAST(m.content AS TEXT))
+  FROM cmp_memories_indexable AS m
+  WHERE length(CAST(m.content AS BLOB)) <> length(CAST(m.content AS TEXT))
     AND m.content GLOB '*[฀-๿ᄀ-ᇿ぀-ヿ㄰-㆏ㇰ-ㇿ㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𿿿]*';
 
 CREATE VIRTUAL TABLE IF NOT EXISTS cmp_memories_ngram USING fts5(
@@ -257,22 +269,3 @@ CREATE VIRTUAL TABLE IF NOT EXISTS cmp_memories_ngram USING fts5(
   tokenize = 'unicode61 remove_diacritics 2'
 );
 
--- The view is read while the row is still as indexed, BEFORE a delete or a text change, to remove
--- the row's pairs (a queued row is not in the view: it has none). A text whose bytes are as many as
--- its characters holds no character outside ASCII (any byte of one is either a lead byte followed by
--- continuation bytes, or decodes to U+FFFD), so it is not in the view: those triggers skip it
--- (schema 4) instead of matching the view's GLOB class, which cost more than the rest of a write.
-CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_bd BEFORE DELETE ON cmp_memories
-WHEN length(CAST(OLD.content AS BLOB)) <> length(CAST(OLD.content AS TEXT))
-BEGIN
-  INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
-    SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid = OLD.rid;
-END;
-CREATE TRIGGER IF NOT EXISTS cmp_memories_ngram_bu BEFORE UPDATE ON cmp_memories
-WHEN (OLD.content IS NOT NEW.content OR OLD.redacted IS NOT NEW.redacted OR OLD.rid IS NOT NEW.rid
-      OR OLD.entities IS NOT NEW.entities)
-  AND length(CAST(OLD.content AS BLOB)) <> length(CAST(OLD.content AS TEXT))
-BEGIN
-  INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
-    SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid = OLD.rid;
-END;

@@ -4,7 +4,7 @@
 -- 20,000 English chat messages, each naming one entity, inserted by one INSERT ... SELECT inside
 -- one transaction into a file database; PRAGMA user_version picks the variant (compare `user`):
 --   0 cmp's schema as it ships (the insert queues each row for indexing; a row it would replace is
---     unindexed first, schema 7);
+--     queued and its indexed text kept first, schemas 7 and 8);
 --   1 the same, then SELECT cmp_flush() (the queued rows indexed, one statement per index);
 --   2 the row table and its indexes only (no insert trigger);
 --   3 schema 4, whose triggers indexed every row as it was written (tests/fixtures/schema_v4.sql);

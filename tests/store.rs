@@ -332,10 +332,10 @@ fn init_is_idempotent() {
     let before = objects(&conn);
     let (db_id, secret) = (meta(&conn, "db_id"), meta(&conn, "secret"));
     let hits = search(&conn, "atlas friday");
-    assert_eq!(init(&conn), 7);
-    assert_eq!(init(&conn), 7);
+    assert_eq!(init(&conn), 8);
+    assert_eq!(init(&conn), 8);
     assert_eq!(objects(&conn), before);
-    assert_eq!(meta(&conn, "schema_version"), "7");
+    assert_eq!(meta(&conn, "schema_version"), "8");
     assert_eq!(meta(&conn, "db_id"), db_id);
     assert_eq!(meta(&conn, "secret"), secret);
     assert_eq!(search(&conn, "atlas friday"), hits);
@@ -425,7 +425,7 @@ fn init_repairs_a_store_whose_memory_table_was_dropped() {
     let conn = open();
     insert_memory(&conn, &Mem::new("Atlas ships on Friday").entities(&["Atlas"]));
     conn.execute_batch("DROP TABLE cmp_memories").unwrap();
-    assert_eq!(init(&conn), 7);
+    assert_eq!(init(&conn), 8);
     assert_consistent(&conn);
     assert!(search(&conn, "atlas friday").is_empty());
     let id = insert_memory(&conn, &Mem::new("Atlas ships on Monday").entities(&["Atlas"]));
@@ -467,8 +467,8 @@ fn upgrades_a_version_1_database_in_place() {
     cmp::register(&conn).unwrap();
     let debug: String = conn.query_row("SELECT cmp_debug()", [], |r| r.get(0)).unwrap();
     assert!(debug.contains("schema 1"), "{debug}");
-    assert_eq!(init(&conn), 7);
-    assert_eq!(meta(&conn, "schema_version"), "7");
+    assert_eq!(init(&conn), 8);
+    assert_eq!(meta(&conn, "schema_version"), "8");
     let names: Vec<String> = objects(&conn).into_iter().map(|o| o.1).collect();
     for want in ["cmp_sessions", "cmp_pins", "cmp_memories_scope_time"] {
         assert!(names.iter().any(|n| n == want), "{want} missing after upgrade");
@@ -495,7 +495,7 @@ fn upgrades_a_version_1_database_in_place() {
     // Upgraded once: a second open is a no-op.
     drop(conn);
     let again = open_file(&path);
-    assert_eq!(init(&again), 7);
+    assert_eq!(init(&again), 8);
     assert_consistent(&again);
 }
 
@@ -522,7 +522,7 @@ fn a_version_5_store_is_read_as_it_is_and_upgraded_by_init() {
     let hits = search(&conn, "what does dana do");
     assert!(hits.iter().any(|h| h.r#ref == dana && h.retrievers().contains(&"entity".to_string())), "{hits:?}");
     assert_eq!(objects(&conn), version_5, "a read changes no object");
-    assert_eq!(init(&conn), 7);
+    assert_eq!(init(&conn), 8);
     let trigger: String =
         conn.query_row("SELECT sql FROM sqlite_master WHERE name = 'cmp_entities_ai'", [], |r| r.get(0)).unwrap();
     assert!(trigger.contains("random()"), "{trigger}");
@@ -537,7 +537,7 @@ fn refuses_a_newer_schema() {
     let before = objects(&conn);
     let e = sql_error(&conn, "SELECT cmp_init()");
     assert!(e.starts_with("cmp_init: database schema version 99"), "{e}");
-    assert!(e.contains("(7)"), "names this build's version: {e}");
+    assert!(e.contains("(8)"), "names this build's version: {e}");
     assert_eq!(meta(&conn, "schema_version"), "99");
     assert_eq!(objects(&conn), before);
     let n: i64 = conn.query_row("SELECT count(*) FROM cmp_memories WHERE id = ?1", [&id], |r| r.get(0)).unwrap();
@@ -706,4 +706,60 @@ fn replace_from_a_connection_without_cmp_leaves_nothing_of_the_replaced_row() {
     let registered = open_file(&path);
     let plain = open_plain(&path);
     replace_paths(&plain, &registered);
+}
+
+/// A trigger's statements take the conflict policy of the statement that fired them when it names
+/// one: the triggers that queue a rid must not rely on `INSERT OR IGNORE`, or `INSERT OR ABORT` at the
+/// rid of a deleted row (still queued) would fail.
+#[test]
+fn a_write_that_names_its_conflict_policy_is_not_refused_by_the_queue() {
+    let conn = open();
+    for policy in ["OR ABORT", "OR FAIL", "OR ROLLBACK", "OR REPLACE", "OR IGNORE", ""] {
+        let id = insert_memory(&conn, &Mem::new("Atlas ships on Friday"));
+        let rid: i64 = conn.query_row("SELECT rid FROM cmp_memories WHERE id = ?1", [&id], |r| r.get(0)).unwrap();
+        conn.query_row("SELECT cmp_flush()", [], |_| Ok(())).unwrap();
+        conn.execute("DELETE FROM cmp_memories WHERE rid = ?1", [rid]).unwrap();
+        conn.execute(
+            &format!(
+                "INSERT {policy} INTO cmp_memories(rid, content, captured_at)
+                 VALUES (?1, 'Heron pilot in March', '2026-05-01T00:00:00Z')"
+            ),
+            [rid],
+        )
+        .unwrap_or_else(|e| panic!("INSERT {policy}: {e}"));
+        conn.execute(&format!("UPDATE {policy} cmp_memories SET content = 'Heron pilot in May' WHERE rid = ?1"), [rid])
+            .unwrap_or_else(|e| panic!("UPDATE {policy}: {e}"));
+        assert_eq!(refs(&search(&conn, "heron pilot")).len(), 1, "{policy}");
+        assert!(search(&conn, "atlas friday").is_empty(), "{policy}");
+        conn.execute("DELETE FROM cmp_memories", []).unwrap();
+        assert_consistent(&conn);
+    }
+}
+
+/// Schema 8: no trigger writes a full-text index or calls a JSON function. SQLite 3.40 (Debian 12's
+/// library) refuses both in a trigger under `PRAGMA trusted_schema = OFF`, and its FTS5 left a
+/// connection's next read on an old snapshot after a refused statement had written the index
+/// (`tests/system_sqlite.py` checks both against the system library).
+#[test]
+fn no_trigger_writes_an_index_or_reads_json() {
+    let conn = open();
+    let mut st = conn.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").unwrap();
+    let triggers: Vec<(String, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().collect::<Result<_, _>>().unwrap();
+    assert!(triggers.len() >= 8, "{triggers:?}");
+    for (name, sql) in triggers {
+        for word in ["cmp_memories_fts", "cmp_memories_ngram", "cmp_memories_grams", "json"] {
+            assert!(!sql.contains(word), "{name} names {word}");
+        }
+    }
+    conn.pragma_update(None, "trusted_schema", false).unwrap();
+    let id = insert_memory(&conn, &Mem::new("Atlas ships on Friday").entities(&["Atlas"]));
+    conn.execute(
+        "REPLACE INTO cmp_memories(id, content, captured_at) VALUES (?1, 'Atlas ships on Monday', '2026-05-01T00:00:00Z')",
+        [&id],
+    )
+    .unwrap();
+    assert_eq!(refs(&search(&conn, "atlas monday")), [id]);
+    conn.execute("DELETE FROM cmp_memories", []).unwrap();
+    assert_consistent(&conn);
 }

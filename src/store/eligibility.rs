@@ -45,6 +45,11 @@ pub const ELIGIBLE: &str =
 /// names `:h` too, so both conditions bind the same parameters.
 pub const ELIGIBLE_ANY_VERSION: &str =
     concat!("m.scope = :scope AND ", text_id!(), " AND ", not_redacted!(), " AND :h IS NOT NULL");
+/// SQL: the row (alias `m`) is not queued, so what the indexes hold for its rid is its own text. A
+/// queued rid's entries may be those of the text it had, or of a row a REPLACE deleted, until the
+/// queue is indexed (`store::pending`): a match in an index counts only for a row that is not queued
+/// (queued rows are read directly).
+pub const INDEXED: &str = "m.rid NOT IN (SELECT rid FROM cmp_pending)";
 /// SQL condition for a row already captured at the horizon (unparseable timestamps count as visible).
 pub const VISIBLE: &str = "coalesce(julianday(m.captured_at) <= :h, 1)";
 

@@ -3,7 +3,7 @@
 //! id), supersession chains, and the one write path for a new memory ([`remember`]).
 
 use super::bm25::Index;
-use super::eligibility::{Reader, NOT_REDACTED, REDACTED, SUPERSEDED, VISIBLE};
+use super::eligibility::{Reader, INDEXED, NOT_REDACTED, REDACTED, SUPERSEDED, VISIBLE};
 
 use rusqlite::{named_params, params, Connection, OptionalExtension, Row};
 
@@ -203,7 +203,7 @@ fn fts_sql_with(score: &str, eligible: &str, more: &str, limit: usize) -> String
     format!(
         "SELECT {MEMORY_COLS}, {score} AS score{more}
          FROM cmp_memories_fts JOIN cmp_memories AS m ON m.rid = cmp_memories_fts.rowid
-         WHERE cmp_memories_fts MATCH :q AND {eligible}
+         WHERE cmp_memories_fts MATCH :q AND {eligible} AND {INDEXED}
          ORDER BY score, m.rid LIMIT {limit}"
     )
 }
@@ -214,7 +214,7 @@ pub fn ngram_sql(eligible: &str, limit: usize) -> String {
     format!(
         "SELECT {MEMORY_COLS}, cmp_bm25(cmp_memories_ngram, 1) AS score, {VISIBLE}
          FROM cmp_memories_ngram JOIN cmp_memories AS m ON m.rid = cmp_memories_ngram.rowid
-         WHERE cmp_memories_ngram MATCH :q AND {eligible}
+         WHERE cmp_memories_ngram MATCH :q AND {eligible} AND {INDEXED}
          ORDER BY score, m.rid LIMIT {limit}"
     )
 }
@@ -254,7 +254,7 @@ pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> ru
             "SELECT f.rank, m.rid IS NOT NULL, {VISIBLE}, {MEMORY_COLS}
              FROM (SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH :q AND {}
                    ORDER BY rank, rowid LIMIT {m}) AS f
-             LEFT JOIN cmp_memories AS m ON m.rid = f.rowid AND {}
+             LEFT JOIN cmp_memories AS m ON m.rid = f.rowid AND {} AND {INDEXED}
              ORDER BY f.rank, f.rowid",
             Index::Words.rank_constraint(),
             r.eligible()

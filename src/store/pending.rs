@@ -1,14 +1,16 @@
-//! The index queue (`cmp_pending`, schema 5): every statement that reads it or writes the index
-//! entries of queued rows. Writes do not index: plain-SQL triggers queue each inserted or changed
-//! row (and remove a changed row's old entries at once), so a connection that never loaded the
-//! extension writes correctly and a bulk load costs little more than its row table. [`flush`] writes
-//! the queued rows' entries with one statement per index (the word index, the character-pair index,
-//! the entity links), which is what makes it cheap: a full-text insert made by a trigger writes an
-//! index segment per row.
+//! The index queue (`cmp_pending`, schema 5) and the stale entries (`cmp_stale`, schema 8): every
+//! statement that reads them or writes the index entries of queued rows. Writes do not touch the
+//! indexes: plain-SQL triggers queue the rids a write touches and keep the indexed text of a row that
+//! changed or went, so a connection that never loaded the extension writes correctly, a bulk load
+//! costs little more than its row table, and a write that fails has no full-text write to roll back.
+//! [`flush`] removes the stale entries and writes the queued rows' entries with one statement per
+//! index (the word index, the character-pair index, the entity links), which is what makes it cheap:
+//! a full-text insert made by a trigger writes an index segment per row.
 //!
 //! Every read settles the queue first ([`settle`]). A connection that cannot write (read-only,
 //! `PRAGMA query_only`, a replica, or another connection holding the write lock) leaves it queued
-//! and reads the queued rows directly ([`queued`]; retrieval matches them by their words).
+//! and reads the queued rows directly ([`queued`]; retrieval matches them by their words, and takes
+//! index matches only of rows that are not queued, `eligibility::INDEXED`).
 
 use super::eligibility::Reader;
 use super::memories::{memory_from_row, Memory, MEMORY_COLS};
@@ -20,6 +22,15 @@ use rusqlite::{named_params, Connection, ErrorCode};
 /// rows are read through the indexes' own content views, so what is indexed is decided in one place
 /// (sql/schema.sql): rows that may surface, and for the character-pair index those holding text of
 /// a spaceless script. The entity statements are the insert rules the triggers had before schema 5.
+/// The statements that remove the stale entries: FTS5 takes the text an entry was made from. They
+/// run while the stale rids are still queued, so the content views hold only their old text.
+const REMOVE_STALE: [&str; 3] = [
+    "INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content) SELECT 'delete', rid, content FROM cmp_stale",
+    "INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
+       SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid IN (SELECT rid FROM cmp_stale)",
+    "DELETE FROM cmp_stale",
+];
+
 const INDEX_QUEUED: [&str; 4] = [
     "INSERT INTO cmp_memories_fts(rowid, content)
        SELECT rid, content FROM cmp_memories_indexable WHERE rid IN (SELECT value FROM json_each(?1))",
@@ -47,8 +58,8 @@ pub fn waiting(conn: &Connection) -> rusqlite::Result<bool> {
     conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM cmp_pending)")?.query_row([], |r| r.get(0))
 }
 
-/// Indexes every queued row and empties the queue, all or nothing; returns how many rows were
-/// queued. Waits for another connection's write as the busy timeout says; fails (changing nothing)
+/// Removes the stale entries, indexes every queued row that still has one and empties the queue,
+/// all or nothing; returns how many rids were queued. Waits for another connection's write as the busy timeout says; fails (changing nothing)
 /// where the connection cannot write.
 pub fn flush(conn: &Connection) -> rusqlite::Result<usize> {
     index_queue(conn, Lock::Wait)
@@ -71,7 +82,12 @@ fn index_queue(conn: &Connection, lock: Lock) -> rusqlite::Result<usize> {
             return Ok(0);
         }
         let list = serde_json::to_string(&rids).unwrap_or_else(|_| "[]".into());
-        // Out of the queue first: the content views hold only rows that are not queued.
+        if has_stale_table(conn)? {
+            for sql in REMOVE_STALE {
+                conn.prepare_cached(sql)?.execute([])?;
+            }
+        }
+        // Out of the queue next: the content views hold only rows that are not queued.
         conn.prepare_cached("DELETE FROM cmp_pending")?.execute([])?;
         for sql in INDEX_QUEUED {
             conn.prepare_cached(sql)?.execute([&list])?;
@@ -82,12 +98,20 @@ fn index_queue(conn: &Connection, lock: Lock) -> rusqlite::Result<usize> {
     })
 }
 
+/// Whether the store keeps stale entries apart (schema 8); an older store read before `cmp_init()`
+/// upgrades it unindexes in its triggers.
+fn has_stale_table(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT count(*) > 0 FROM main.sqlite_master WHERE type = 'table' AND name = 'cmp_stale'")?
+        .query_row([], |r| r.get(0))
+}
+
 /// Drops every index entry and queues every row, so that the next [`flush`] indexes the whole
 /// store again (`cmp_init()` repairing a damaged schema).
 pub fn requeue_all(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "INSERT INTO cmp_memories_fts(cmp_memories_fts) VALUES ('delete-all');
          INSERT INTO cmp_memories_ngram(cmp_memories_ngram) VALUES ('delete-all');
+         DELETE FROM cmp_stale;
          DELETE FROM cmp_memory_entities;
          DELETE FROM cmp_entities;
          INSERT OR IGNORE INTO cmp_pending(rid) SELECT rid FROM cmp_memories;",

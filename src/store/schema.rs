@@ -14,18 +14,23 @@ pub const SCHEMA_SQL: &str = include_str!("../../sql/schema.sql");
 /// index queue (`cmp_pending`, [`super::pending`]): writes queue rows, the extension indexes them;
 /// 6 = a change of the entity set draws a random `entity_gen` instead of counting (see
 /// `sql/schema.sql`); 7 = a row a REPLACE is about to delete is unindexed first (two `BEFORE`
-/// triggers, additive).
-pub const SCHEMA_VERSION: i64 = 7;
+/// triggers, additive); 8 = triggers write no full-text index: a changed, replaced or deleted row's
+/// indexed text waits in `cmp_stale` and its rid in the queue, and the extension removes its entries
+/// (a write that fails then leaves no full-text write behind, and `trusted_schema = OFF` allows writes).
+pub const SCHEMA_VERSION: i64 = 8;
 
-/// The oldest version this build reads without `cmp_init()`: versions 6 and 7 only replaced or added
-/// triggers, so a version-5 store works as it is (with its gazetteer counter, and without the
-/// REPLACE triggers) until `cmp_init()` upgrades it.
+/// The oldest version this build reads without `cmp_init()`: versions 6 to 8 only replaced or added
+/// triggers, views and the `cmp_stale` table, so a version-5 store works as it is (with its
+/// gazetteer counter, its triggers that unindex at once, and without the REPLACE triggers) until
+/// `cmp_init()` upgrades it.
 const OLDEST_READ: i64 = 5;
 
-/// Objects whose definition changed after they were created (in versions 4, 5 and 6); `SCHEMA_SQL`
-/// creates them again. Every row of an older store is indexed, so the new queue starts empty.
+/// Objects whose definition changed after they were created (in versions 4 to 8); `SCHEMA_SQL`
+/// creates them again. Every row of an older store is indexed or queued, so nothing is stale.
 const REPLACED: &str = "DROP TRIGGER IF EXISTS cmp_memories_ai; DROP TRIGGER IF EXISTS cmp_memories_ad;
-     DROP TRIGGER IF EXISTS cmp_memories_au_text; DROP TRIGGER IF EXISTS cmp_memories_au_entities;
+     DROP TRIGGER IF EXISTS cmp_memories_au; DROP TRIGGER IF EXISTS cmp_memories_au_text;
+     DROP TRIGGER IF EXISTS cmp_memories_au_entities; DROP TRIGGER IF EXISTS cmp_memories_bi_conflict;
+     DROP TRIGGER IF EXISTS cmp_memories_bu_conflict;
      DROP TRIGGER IF EXISTS cmp_memories_ngram_ai; DROP TRIGGER IF EXISTS cmp_memories_ngram_bd;
      DROP TRIGGER IF EXISTS cmp_memories_ngram_bu; DROP TRIGGER IF EXISTS cmp_memories_ngram_au;
      DROP VIEW IF EXISTS cmp_memories_indexable; DROP VIEW IF EXISTS cmp_memories_grams;
@@ -59,7 +64,7 @@ pub fn init(conn: &Connection) -> Result<i64> {
             format!("the schema needs creating or upgrading, which cannot be done here: {why}; run it on the primary");
         return Err(Error::Unwritable(msg));
     }
-    // Versions 4, 5 and 6 changed triggers and views: replace the older ones.
+    // Versions 4 to 8 changed triggers and views: replace the older ones.
     let replace = if current.is_some_and(|v| v < SCHEMA_VERSION) { REPLACED } else { "" };
     all_or_nothing(conn, "cmp_init", Lock::Wait, || {
         conn.execute_batch(replace)?;
