@@ -29,7 +29,8 @@ pub const BUDGET_MAX: i64 = 6000;
 /// Longest model string.
 pub const MAX_MODEL_CHARS: usize = 200;
 
-const FIELDS: [&str; 15] = [
+/// The keys an MQL object may hold (besides `cursor`, given alone).
+pub const FIELDS: [&str; 15] = [
     "ask",
     "find",
     "layers",

@@ -154,12 +154,13 @@ fn router(app: App) -> Router {
     if app.cfg.listen.ip().is_loopback() {
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
         hosts.extend(app.cfg.allowed_hosts.iter().cloned());
-        mcp_cfg = mcp_cfg.with_allowed_hosts(hosts);
+        mcp_cfg = mcp_cfg.with_allowed_origins(origins_of(&hosts)).with_allowed_hosts(hosts);
     } else if app.cfg.allowed_hosts.is_empty() {
         // Reachable from other machines under names we cannot know; every request needs a token.
         mcp_cfg = mcp_cfg.disable_allowed_hosts();
     } else {
-        mcp_cfg = mcp_cfg.with_allowed_hosts(app.cfg.allowed_hosts.clone());
+        let hosts = app.cfg.allowed_hosts.clone();
+        mcp_cfg = mcp_cfg.with_allowed_origins(origins_of(&hosts)).with_allowed_hosts(hosts);
     }
     let db = app.db.clone();
     let mcp = StreamableHttpService::new(
@@ -185,6 +186,25 @@ fn router(app: App) -> Router {
         // Outside the bound: a load balancer's probe is answered however busy the server is.
         .route("/healthz", get(|| async { "ok" }))
         .with_state(app)
+}
+
+/// The browser origins `/mcp` accepts in an `Origin` header: a page served from one of the hosts the
+/// `Host` check accepts, over http or https, on any port (or on the port a host names). A request
+/// without the header (every client but a browser) passes; a page of another site is refused with
+/// 403, whatever its `Host` (the MCP transport's rule against DNS rebinding and cross-site calls).
+fn origins_of(hosts: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for h in hosts {
+        let (host, any_port) = match h.matches(':').count() {
+            0 => (h.clone(), true),
+            1 => (h.clone(), false),
+            _ => (format!("[{}]", h.trim_start_matches('[').trim_end_matches(']')), true),
+        };
+        for scheme in ["http", "https"] {
+            out.push(if any_port { format!("{scheme}://{host}:*") } else { format!("{scheme}://{host}") });
+        }
+    }
+    out
 }
 
 /// The in-flight bound and the time limit. An event stream (MCP) keeps its slot until it ends, and

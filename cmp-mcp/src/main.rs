@@ -35,7 +35,7 @@ Serves the cmp memory database at PATH to MCP clients.
                   (open at once, more are closed at once; default 256, keep it above
                   --max-concurrent), --max-sessions N (live MCP sessions; default 1024),
                   --allowed-host NAME (a Host name MCP requests may carry
-                  besides the loopback ones; repeatable)
+                  besides the loopback ones, and a browser Origin may name; repeatable)
   token create    prints a new token once (only its hash is stored); --read-only refuses remember
   token list      id, scope, access, label, created and revoked times (never a secret)
   token revoke    revokes a token by id (or the token itself); takes effect on the next request

@@ -218,6 +218,8 @@ pub fn defs() -> Vec<Def> {
                     "model": {"type": "string", "maxLength": 200, "description": "ask only: the model profile (claude, gpt-4o, cursor…)."},
                     "expand": {"type": "string", "enum": ["document", "neighbors", "more"], "description": "Suggest an expand follow-up for the top hit."},
                     "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8, "description": "Page size."},
+                    "offset": {"type": "integer", "minimum": 0, "maximum": 1000000, "default": 0, "description": "Skip this many items (a cursor does it for you)."},
+                    "now": {"type": "string", "description": "ISO-8601 clock; default the wall clock. Rows captured after it are not visible yet."},
                     "cursor": {"type": "string", "description": "The mqlc:… cursor of a previous result, given alone, for its next page."}
                 },
                 "additionalProperties": false
@@ -594,6 +596,20 @@ mod tests {
         args.insert(huge, Value::Null);
         let e = check_keys("search", &args, &["query"]).unwrap_err();
         assert!(e.starts_with("search: unknown argument \"kkk") && e.len() < 200, "{e}");
+    }
+
+    /// query_memory passes its arguments to cmp_query: its schema lists every key MQL reads but the
+    /// scope, which the server fixes (a fuzzing pass found `now` and `offset` accepted, not listed).
+    #[test]
+    fn query_memory_lists_what_mql_reads() {
+        let def = defs().into_iter().find(|d| d.name == "query_memory").unwrap();
+        let listed: Vec<&String> = def.schema["properties"].as_object().unwrap().keys().collect();
+        let mut want: Vec<&str> = cmp::mql::FIELDS.iter().copied().filter(|k| *k != "scope").collect();
+        want.push("cursor");
+        for k in &want {
+            assert!(listed.iter().any(|l| l == k), "query_memory's schema lacks {k}");
+        }
+        assert_eq!(listed.len(), want.len(), "{listed:?}");
     }
 
     #[test]

@@ -424,7 +424,7 @@ fn refuses_a_public_address_without_tokens() {
 }
 
 #[test]
-fn mcp_checks_the_host_header() {
+fn mcp_checks_the_host_and_origin_headers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("memory.db");
     let tok = token(&db, "default", false);
@@ -433,12 +433,13 @@ fn mcp_checks_the_host_header() {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
     .to_string();
-    let raw = |host: &str| {
+    let with_origin = |host: &str, origin: Option<&str>| {
         use std::io::Read;
         let mut s = TcpStream::connect(server.addr).expect("connect");
+        let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
         write!(
             s,
-            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\n\
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Authorization: {auth}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{init}",
             init.len()
         )
@@ -447,10 +448,22 @@ fn mcp_checks_the_host_header() {
         let _ = s.read_to_end(&mut out);
         parse(&out)
     };
+    let raw = |host: &str| with_origin(host, None);
     assert_eq!(raw("memory.example.com").status, 200, "an allowed host");
     assert_eq!(raw(&server.addr.to_string()).status, 200, "loopback");
     let evil = raw("evil.example.com");
     assert!((400..500).contains(&evil.status), "a rebinding host is refused: {evil:?}");
+
+    // A browser page may call only from an origin on an allowed host.
+    let loopback = server.addr.to_string();
+    for origin in ["http://localhost:6274", "https://memory.example.com", "http://127.0.0.1:8080", "http://[::1]:3000"]
+    {
+        assert_eq!(with_origin(&loopback, Some(origin)).status, 200, "{origin}");
+    }
+    for origin in ["http://evil.example.com", "https://localhost.evil.example.com", "null", "not an origin"] {
+        let r = with_origin(&loopback, Some(origin));
+        assert_eq!(r.status, 403, "{origin} is refused: {r:?}");
+    }
 }
 
 /// Reads `s` until the server closes it; panics if that takes longer than `limit`. Returns the time
