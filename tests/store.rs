@@ -351,6 +351,14 @@ fn init_is_idempotent() {
 fn init_repairs_a_schema_object_dropped_by_hand() {
     let mut damage: Vec<(String, &str)> = [
         ("DROP TABLE cmp_pending", "cmp_pending"),
+        ("DROP TABLE cmp_stale", "cmp_stale"),
+        // Lost while it held a changed row's old text (entries the index still held).
+        (
+            "UPDATE cmp_memories SET content = 'Dana owns the pricing page and the budget' WHERE content LIKE 'Dana%';
+             DROP TABLE cmp_stale",
+            "cmp_stale",
+        ),
+        ("DROP VIEW cmp_memories_indexed", "cmp_memories_indexed"),
         ("DROP TABLE cmp_entities", "cmp_entities"),
         ("DROP TABLE cmp_memory_entities", "cmp_memory_entities"),
         ("DROP TABLE cmp_positions", "cmp_positions"),
