@@ -116,9 +116,9 @@ CREATE TABLE IF NOT EXISTS cmp_pins(
   created_at TEXT NOT NULL
 );
 
-INSERT OR IGNORE INTO cmp_meta(key, value) VALUES ('entity_gen', '0');
-INSERT OR IGNORE INTO cmp_meta(key, value) VALUES ('db_id', lower(hex(randomblob(16))));
-INSERT OR IGNORE INTO cmp_meta(key, value) VALUES ('secret', lower(hex(randomblob(32))));
+INSERT OR IGNORE INTO main.cmp_meta(key, value) VALUES ('entity_gen', '0');
+INSERT OR IGNORE INTO main.cmp_meta(key, value) VALUES ('db_id', lower(hex(randomblob(16))));
+INSERT OR IGNORE INTO main.cmp_meta(key, value) VALUES ('secret', lower(hex(randomblob(32))));
 
 -- ---------------------------------------------------------------- triggers
 -- A row is indexed when it may surface and is not queued; only an indexed row has entries to
@@ -242,7 +242,7 @@ END;
 -- ideographs, U+FF66-FF9F halfwidth Katakana, U+20000-3FFFF CJK extensions B and later (the ranges of
 -- `text::is_spaceless`).
 CREATE TABLE IF NOT EXISTS cmp_positions(i INTEGER PRIMARY KEY);
-INSERT OR IGNORE INTO cmp_positions(i)
+INSERT OR IGNORE INTO main.cmp_positions(i)
   WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2047) SELECT i FROM n;
 
 -- The indexed text of each row: its character pairs, separated by spaces. Only the rows of

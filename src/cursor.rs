@@ -236,7 +236,7 @@ mod tests {
     fn db(secret: &str) -> Result<Connection> {
         let conn = Connection::open_in_memory()?;
         conn.execute_batch("CREATE TABLE cmp_meta(key TEXT PRIMARY KEY, value TEXT)")?;
-        conn.execute("INSERT INTO cmp_meta VALUES ('secret', ?1)", [secret])?;
+        conn.execute("INSERT INTO main.cmp_meta VALUES ('secret', ?1)", [secret])?;
         Ok(conn)
     }
 

@@ -556,7 +556,7 @@ mod tests {
         crate::register(&conn).expect("register");
         crate::store::init(&conn).expect("init");
         for id in ids {
-            conn.execute("INSERT INTO cmp_memories(id, content, scope) VALUES (?1, 'x', 's')", [id]).expect("row");
+            conn.execute("INSERT INTO main.cmp_memories(id, content, scope) VALUES (?1, 'x', 's')", [id]).expect("row");
         }
         conn
     }
@@ -601,12 +601,15 @@ mod tests {
             last.clone().expect("kept").still(&conn, sid, scope, stored.as_deref(), h).expect("still").is_some()
         };
         assert!(!other("sid2", "s") && !other("sid", "t"), "another session or scope");
-        conn.execute("UPDATE cmp_memories SET redacted = 1 WHERE id = 'c'", []).expect("redact");
+        conn.execute("UPDATE main.cmp_memories SET redacted = 1 WHERE id = 'c'", []).expect("redact");
         assert!(!still(&last, h), "a write since, even to a row the session does not hold");
         kept_turn(&conn, &["a"], h, &mut last);
         assert!(still(&last, h));
-        conn.execute("UPDATE cmp_memories SET superseded_by = 'b', superseded_at = '2100-01-01' WHERE id = 'c'", [])
-            .expect("supersede");
+        conn.execute(
+            "UPDATE main.cmp_memories SET superseded_by = 'b', superseded_at = '2100-01-01' WHERE id = 'c'",
+            [],
+        )
+        .expect("supersede");
         kept_turn(&conn, &["a"], h, &mut last);
         assert!(still(&last, h) && !still(&last, h + 1.0), "a superseded row: the same horizon only");
         // A turn that served a ref neither held nor known to be live keeps nothing.
@@ -638,13 +641,13 @@ mod tests {
         assert!(read.state.rows.is_empty());
         assert_eq!(read.status, [("x".to_string(), Status::Gone)].into());
         let rid = |id: &str| -> i64 {
-            conn.query_row("SELECT rid FROM cmp_memories WHERE id = ?1", [id], |r| r.get(0)).expect("rid")
+            conn.query_row("SELECT rid FROM main.cmp_memories WHERE id = ?1", [id], |r| r.get(0)).expect("rid")
         };
         let v = stored(&conn);
         assert_eq!(v["known"], json!({"a": 2, "b": 1}));
         assert_eq!(v["rows"], json!([rid("a"), rid("b")]));
         // The next turn reads them by rowid, and a ref new to it has no row yet.
-        conn.execute("INSERT INTO cmp_memories(id, content, scope) VALUES ('c', 'x', 's')", []).expect("c");
+        conn.execute("INSERT INTO main.cmp_memories(id, content, scope) VALUES ('c', 'x', 's')", []).expect("c");
         let (read, next) = turn(&conn, &["a", "c"]);
         assert_eq!(read.rows, vec![Some(rid("a")), Some(rid("b"))]);
         assert_eq!(next.known.len(), 3);

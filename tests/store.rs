@@ -771,3 +771,71 @@ fn no_trigger_writes_an_index_or_reads_json() {
     conn.execute("DELETE FROM cmp_memories", []).unwrap();
     assert_consistent(&conn);
 }
+
+/// A TEMP table takes the place of a main table of the same name in a statement that does not name
+/// its schema. The application's own TEMP tables named like cmp's (a scratch `cmp_pending`, a copy of
+/// `cmp_memories`) change nothing cmp writes or reads: every statement of cmp names `main`.
+#[test]
+fn temp_tables_named_like_cmps_change_nothing() {
+    let plain = open();
+    let shadowed = open();
+    shadowed
+        .execute_batch(
+            "CREATE TEMP TABLE cmp_pending(rid INTEGER PRIMARY KEY);
+             CREATE TEMP TABLE cmp_stale(rid INTEGER PRIMARY KEY, content TEXT);
+             CREATE TEMP TABLE cmp_meta(key TEXT PRIMARY KEY, value TEXT);
+             INSERT INTO temp.cmp_meta VALUES ('secret', 'not the secret'), ('schema_version', '99');
+             CREATE TEMP TABLE cmp_memories(rid INTEGER PRIMARY KEY, id TEXT, content TEXT, scope TEXT);
+             INSERT INTO temp.cmp_memories VALUES (1, 'mem_0000000decoy', 'Atlas decoy in temp', 'default');
+             CREATE TEMP TABLE cmp_sessions(session_id TEXT, scope TEXT, turn INT, cursor INT, state TEXT, updated_at TEXT);
+             CREATE TEMP TABLE cmp_entities(id INTEGER PRIMARY KEY, name TEXT, norm TEXT UNIQUE);
+             CREATE TEMP TABLE cmp_memory_entities(entity_id INT, rid INT);",
+        )
+        .unwrap();
+    let opts = now_opts();
+    let answers = |conn: &Connection| -> Vec<String> {
+        let mut out = Vec::new();
+        for i in 0..4 {
+            conn.execute(
+                "INSERT INTO main.cmp_memories(id, content, entities, captured_at)
+                 VALUES (?1, ?2, '[\"Atlas\",\"Priya\"]', '2026-05-01T00:00:00Z')",
+                [format!("mem_00000000b00{i}"), format!("Atlas launch note {i} with Priya")],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "UPDATE main.cmp_memories SET content = 'Atlas moved to Lisbon' WHERE id = 'mem_00000000b001'",
+            [],
+        )
+        .unwrap();
+        conn.execute("DELETE FROM main.cmp_memories WHERE id = 'mem_00000000b002'", []).unwrap();
+        out.push(format!("{:?}", refs(&search(conn, "atlas lisbon"))));
+        out.push(format!("{:?}", refs(&search(conn, "ask priya"))));
+        let pack: String =
+            conn.query_row("SELECT cmp_context('atlas launch', 'gpt', 1000, 's1', ?1)", [&opts], |r| r.get(0)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&pack).unwrap();
+        let items: Vec<String> =
+            v["items"].as_array().unwrap().iter().map(|i| i["ref"].as_str().unwrap_or("").to_string()).collect();
+        out.push(format!("{items:?}"));
+        let turns: i64 = conn.query_row("SELECT count(*) FROM main.cmp_sessions", [], |r| r.get(0)).unwrap();
+        out.push(format!("sessions {turns}"));
+        out
+    };
+    let want = answers(&plain);
+    assert_eq!(answers(&shadowed), want);
+    assert!(!want[0].contains("decoy"));
+    let temp_rows: i64 = shadowed
+        .query_row(
+            "SELECT (SELECT count(*) FROM temp.cmp_pending) + (SELECT count(*) FROM temp.cmp_sessions)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(temp_rows, 0, "cmp wrote nothing into the application's TEMP tables");
+    for t in
+        ["cmp_pending", "cmp_stale", "cmp_meta", "cmp_memories", "cmp_sessions", "cmp_entities", "cmp_memory_entities"]
+    {
+        shadowed.execute_batch(&format!("DROP TABLE temp.{t}")).unwrap();
+    }
+    assert_consistent(&shadowed);
+}

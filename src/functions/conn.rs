@@ -163,7 +163,7 @@ mod tests {
         let conn = Connection::open_in_memory().expect("open");
         crate::register(&conn).expect("register");
         conn.query_row("SELECT cmp_init()", [], |_| Ok(())).expect("init");
-        conn.execute("INSERT INTO cmp_memories(content) VALUES ('atlas ships on friday')", []).expect("insert");
+        conn.execute("INSERT INTO main.cmp_memories(content) VALUES ('atlas ships on friday')", []).expect("insert");
         conn
     }
 

@@ -284,7 +284,7 @@ mod tests {
         add(&conn, "mem_2", "the atlas review", "2026-05-02T00:00:00Z", "semantic", "[]");
         add(&conn, "mem_3", "atlas after the horizon", "2026-07-01T00:00:00Z", "semantic", "[]");
         add(&conn, "mem_4", "grocery list", "2026-05-03T00:00:00Z", "semantic", "[]");
-        conn.execute("INSERT INTO cmp_memories(id, content, redacted) VALUES ('mem_5', 'atlas secret', 1)", [])
+        conn.execute("INSERT INTO main.cmp_memories(id, content, redacted) VALUES ('mem_5', 'atlas secret', 1)", [])
             .expect("redacted row");
         let q = query("atlas launch");
         let mut pool = Pool::default();

@@ -411,7 +411,7 @@ pub(crate) mod testdb {
     /// functions do before they read.
     pub fn add(conn: &Connection, id: &str, content: &str, at: &str, kind: &str, entities: &str) {
         conn.execute(
-            "INSERT INTO cmp_memories(id, content, captured_at, kind, entities) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO main.cmp_memories(id, content, captured_at, kind, entities) VALUES (?1, ?2, ?3, ?4, ?5)",
             [id, content, at, kind, entities],
         )
         .expect("insert");

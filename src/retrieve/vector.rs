@@ -254,7 +254,7 @@ mod tests {
         add(&conn, "mem_y", "y", "2026-05-01T00:00:00Z", "semantic", "[]");
         add(&conn, "mem_z", "z", "2026-05-01T00:00:00Z", "semantic", "[]");
         for (id, v) in [("mem_x", vec![1.0f32, 0.0]), ("mem_y", vec![0.6, 0.8]), ("mem_z", vec![1.0, 0.0, 0.0])] {
-            conn.execute("UPDATE cmp_memories SET embedding = ?1 WHERE id = ?2", rusqlite::params![blob(&v), id])
+            conn.execute("UPDATE main.cmp_memories SET embedding = ?1 WHERE id = ?2", rusqlite::params![blob(&v), id])
                 .expect("embedding");
         }
         let qe = [0.0f32, 1.0];
@@ -272,7 +272,8 @@ mod tests {
         // A malformed blob is named as one, and only when no stored embedding is well formed.
         let solo = open();
         add(&solo, "mem_m", "m", "2026-05-01T00:00:00Z", "semantic", "[]");
-        solo.execute("UPDATE cmp_memories SET embedding = x'01020304050607' WHERE id = 'mem_m'", []).expect("blob");
+        solo.execute("UPDATE main.cmp_memories SET embedding = x'01020304050607' WHERE id = 'mem_m'", [])
+            .expect("blob");
         let e = rank(&solo, &q, &[], &mut Pool::default()).expect_err("only a malformed embedding");
         assert_eq!(
             e.to_string(),

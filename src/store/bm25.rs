@@ -199,8 +199,8 @@ pub fn arm(conn: &Connection) -> Armed<'_> {
     let Some(sh) = shared(conn) else { return Armed(None) };
     let read = || -> rusqlite::Result<Mark> {
         conn.prepare_cached(
-            "SELECT schema_version, (SELECT block FROM cmp_memories_fts_data WHERE id = 10),
-                    (SELECT block FROM cmp_memories_ngram_data WHERE id = 10)
+            "SELECT schema_version, (SELECT block FROM main.cmp_memories_fts_data WHERE id = 10),
+                    (SELECT block FROM main.cmp_memories_ngram_data WHERE id = 10)
              FROM pragma_schema_version",
         )?
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -404,7 +404,8 @@ mod tests {
     /// (rowid, score bits) of every match, by `bm25()` or by `cmp_bm25` in an armed read.
     fn scores(conn: &Connection, q: &str, ours: bool) -> Vec<(i64, u64)> {
         let f = if ours { "cmp_bm25(cmp_memories_fts, 0)" } else { "bm25(cmp_memories_fts)" };
-        let sql = format!("SELECT rowid, {f} FROM cmp_memories_fts WHERE cmp_memories_fts MATCH ?1 ORDER BY rowid");
+        let sql =
+            format!("SELECT rowid, {f} FROM main.cmp_memories_fts WHERE cmp_memories_fts MATCH ?1 ORDER BY rowid");
         let _armed = ours.then(|| arm(conn));
         let mut st = conn.prepare(&sql).expect("prepare");
         let rows = st.query_map([q], |r| Ok((r.get(0)?, r.get::<_, f64>(1)?.to_bits()))).expect("query");
@@ -412,7 +413,7 @@ mod tests {
     }
 
     fn add(conn: &Connection, content: &str) {
-        conn.execute("INSERT INTO cmp_memories(content) VALUES (?1)", [content]).expect("insert");
+        conn.execute("INSERT INTO main.cmp_memories(content) VALUES (?1)", [content]).expect("insert");
         crate::store::pending::flush(conn).expect("flush");
     }
 
@@ -432,7 +433,7 @@ mod tests {
         }
         let order = |rank: &str| -> Vec<(i64, u64)> {
             let sql = format!(
-                "SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH '\"atlas\" OR \"launch\"' {rank}
+                "SELECT rowid, rank FROM main.cmp_memories_fts WHERE cmp_memories_fts MATCH '\"atlas\" OR \"launch\"' {rank}
                  ORDER BY rank, rowid"
             );
             let _armed = arm(&conn);
@@ -456,8 +457,11 @@ mod tests {
         add(&a, "atlas");
         assert_eq!(scores(&a, "atlas", true), scores(&a, "atlas", false));
         assert!(kept(&a) >= 2);
-        b.execute("UPDATE cmp_memories SET content = 'atlas and a much longer text than before' WHERE rid = 2", [])
-            .expect("update");
+        b.execute(
+            "UPDATE main.cmp_memories SET content = 'atlas and a much longer text than before' WHERE rid = 2",
+            [],
+        )
+        .expect("update");
         crate::store::pending::flush(&b).expect("flush");
         assert_eq!(scores(&a, "atlas", true), scores(&a, "atlas", false));
     }
@@ -470,7 +474,7 @@ mod tests {
         add(&a, "atlas ships friday");
         add(&a, "atlas");
         assert_eq!(scores(&a, "atlas", true), scores(&a, "atlas", false));
-        b.execute("INSERT INTO cmp_tasks(title) VALUES ('call Kate')", []).expect("task");
+        b.execute("INSERT INTO main.cmp_tasks(title) VALUES ('call Kate')", []).expect("task");
         let _ = b.query_row("SELECT cmp_session_reset('s')", [], |_| Ok(()));
         let _armed = arm(&a);
         assert_eq!(kept(&a), 2, "another connection's commit that left the indexes alone");
@@ -483,7 +487,7 @@ mod tests {
         add(&conn, "atlas ships friday");
         add(&conn, "atlas");
         conn.execute_batch("BEGIN").expect("begin");
-        conn.execute("UPDATE cmp_memories SET content = 'atlas with many more words in it now' WHERE rid = 2", [])
+        conn.execute("UPDATE main.cmp_memories SET content = 'atlas with many more words in it now' WHERE rid = 2", [])
             .expect("update");
         crate::store::pending::flush(&conn).expect("flush");
         assert_eq!(scores(&conn, "atlas", true), scores(&conn, "atlas", false));
@@ -499,7 +503,9 @@ mod tests {
         let conn = open(&dir.path().join("d.db"));
         add(&conn, "atlas ships friday");
         let mut st = conn
-            .prepare("SELECT cmp_bm25(cmp_memories_fts, 0) FROM cmp_memories_fts WHERE cmp_memories_fts MATCH 'atlas'")
+            .prepare(
+                "SELECT cmp_bm25(cmp_memories_fts, 0) FROM main.cmp_memories_fts WHERE cmp_memories_fts MATCH 'atlas'",
+            )
             .expect("prepare");
         let s: f64 = st.query_row([], |r| r.get(0)).expect("score");
         assert!(s < 0.0);
@@ -549,7 +555,7 @@ mod tests {
             for (k, (row, ws)) in rewrites.iter().enumerate() {
                 let writer = if k % 2 == 0 { &other } else { &conn };
                 let rid = (row % docs.len()) as i64 + 1;
-                writer.execute("UPDATE cmp_memories SET content = ?1 WHERE rid = ?2", rusqlite::params![text(ws), rid])
+                writer.execute("UPDATE main.cmp_memories SET content = ?1 WHERE rid = ?2", rusqlite::params![text(ws), rid])
                     .expect("update");
                 crate::store::pending::flush(writer).expect("flush");
                 prop_assert_eq!(scores(&conn, &q, true), scores(&conn, &q, false));

@@ -18,7 +18,7 @@ macro_rules! not_redacted {
 macro_rules! superseded {
     () => {
         "(m.superseded_by IS NOT NULL AND NOT coalesce(julianday(m.superseded_at) > :h, 0) \
-          AND EXISTS (SELECT 1 FROM cmp_memories AS s WHERE s.id = m.superseded_by))"
+          AND EXISTS (SELECT 1 FROM main.cmp_memories AS s WHERE s.id = m.superseded_by))"
     };
 }
 
@@ -49,7 +49,7 @@ pub const ELIGIBLE_ANY_VERSION: &str =
 /// queued rid's entries may be those of the text it had, or of a row a REPLACE deleted, until the
 /// queue is indexed (`store::pending`): a match in an index counts only for a row that is not queued
 /// (queued rows are read directly).
-pub const INDEXED: &str = "m.rid NOT IN (SELECT rid FROM cmp_pending)";
+pub const INDEXED: &str = "m.rid NOT IN (SELECT rid FROM main.cmp_pending)";
 /// SQL condition for a row already captured at the horizon (unparseable timestamps count as visible).
 pub const VISIBLE: &str = "coalesce(julianday(m.captured_at) <= :h, 1)";
 

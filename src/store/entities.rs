@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 /// Every entity: (id, name).
 pub fn all(conn: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
-    let mut st = conn.prepare_cached("SELECT id, name FROM cmp_entities")?;
+    let mut st = conn.prepare_cached("SELECT id, name FROM main.cmp_entities")?;
     let rows = st.query_map([], |r| Ok((r.get(0)?, lossy(r, 1).unwrap_or_default())))?;
     rows.collect()
 }
@@ -19,7 +19,7 @@ pub fn all(conn: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
 /// `cmp_memories_fts_data`), so this is one read of one small row.
 pub fn indexed_rows(conn: &Connection) -> rusqlite::Result<i64> {
     let block: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT block FROM cmp_memories_fts_data WHERE id = 1")?
+        .prepare_cached("SELECT block FROM main.cmp_memories_fts_data WHERE id = 1")?
         .query_row([], |r| r.get(0))
         .optional()?;
     Ok(block.map_or(0, |b| i64::try_from(varint(&b)).unwrap_or(i64::MAX)))
@@ -52,13 +52,13 @@ pub fn unredacted_rows(conn: &Connection) -> rusqlite::Result<i64> {
 /// loop: without statistics the planner scanned every memory and probed the (usually empty) queue,
 /// 21 ms a call at 100,000 rows.
 fn queued_unredacted() -> String {
-    format!("SELECT count(*) FROM cmp_pending AS p CROSS JOIN cmp_memories AS m ON m.rid = p.rid WHERE {NOT_REDACTED}")
+    format!("SELECT count(*) FROM main.cmp_pending AS p CROSS JOIN main.cmp_memories AS m ON m.rid = p.rid WHERE {NOT_REDACTED}")
 }
 
 /// How many memories link to `entity`, counted up to `cap` (a count of `cap` means "at least").
 pub fn links_up_to(conn: &Connection, entity: i64, cap: i64) -> rusqlite::Result<i64> {
     let mut st = conn.prepare_cached(&format!(
-        "SELECT count(*) FROM (SELECT 1 FROM cmp_memory_entities WHERE entity_id = ?1 LIMIT {cap})"
+        "SELECT count(*) FROM (SELECT 1 FROM main.cmp_memory_entities WHERE entity_id = ?1 LIMIT {cap})"
     ))?;
     st.query_row([entity], |r| r.get(0))
 }
@@ -66,7 +66,7 @@ pub fn links_up_to(conn: &Connection, entity: i64, cap: i64) -> rusqlite::Result
 /// [`links_up_to`] counting only memories of `scope`.
 pub fn scoped_links_up_to(conn: &Connection, entity: i64, scope: &str, cap: i64) -> rusqlite::Result<i64> {
     let mut st = conn.prepare_cached(&format!(
-        "SELECT count(*) FROM (SELECT 1 FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
+        "SELECT count(*) FROM (SELECT 1 FROM main.cmp_memory_entities AS l JOIN main.cmp_memories AS m ON m.rid = l.rid
                                WHERE l.entity_id = ?1 AND m.scope = ?2 LIMIT {cap})"
     ))?;
     st.query_row(rusqlite::params![entity, scope], |r| r.get(0))
@@ -75,7 +75,7 @@ pub fn scoped_links_up_to(conn: &Connection, entity: i64, scope: &str, cap: i64)
 /// Two subqueries: SQLite reads a lone min() or max() off the end of the scope index, but both in
 /// one query scan the whole index (12 ms a call at 100,000 rows).
 const ONLY_SCOPE: &str =
-    "SELECT coalesce((SELECT min(scope) FROM cmp_memories) = ?1 AND (SELECT max(scope) FROM cmp_memories) = ?1, 1)";
+    "SELECT coalesce((SELECT min(scope) FROM main.cmp_memories) = ?1 AND (SELECT max(scope) FROM main.cmp_memories) = ?1, 1)";
 
 /// Whether every memory of the store is in `scope` (two probes of the scope index; true when empty).
 pub fn only_scope(conn: &Connection, scope: &str) -> rusqlite::Result<bool> {
@@ -86,7 +86,7 @@ pub fn only_scope(conn: &Connection, scope: &str) -> rusqlite::Result<bool> {
 /// How many memories of `scope` are not redacted, counted up to `cap`.
 pub fn scope_rows_up_to(conn: &Connection, scope: &str, cap: i64) -> rusqlite::Result<i64> {
     let mut st = conn.prepare_cached(&format!(
-        "SELECT count(*) FROM (SELECT 1 FROM cmp_memories AS m WHERE m.scope = ?1 AND {NOT_REDACTED} LIMIT {cap})"
+        "SELECT count(*) FROM (SELECT 1 FROM main.cmp_memories AS m WHERE m.scope = ?1 AND {NOT_REDACTED} LIMIT {cap})"
     ))?;
     st.query_row([scope], |r| r.get(0))
 }
@@ -97,7 +97,7 @@ pub fn linked(conn: &Connection, entity_ids: &[i64], rids: &[i64]) -> rusqlite::
         return Ok(Default::default());
     }
     let mut st = conn.prepare_cached(
-        "SELECT DISTINCT rid FROM cmp_memory_entities
+        "SELECT DISTINCT rid FROM main.cmp_memory_entities
          WHERE entity_id IN (SELECT value FROM json_each(?1)) AND rid IN (SELECT value FROM json_each(?2))",
     )?;
     let e = serde_json::to_string(entity_ids).unwrap_or_else(|_| "[]".into());
@@ -120,7 +120,7 @@ pub fn memories_linked(
     let ids = serde_json::to_string(entity_ids).unwrap_or_else(|_| "[]".into());
     let sql = format!(
         "SELECT {MEMORY_COLS}, count(*) AS hits
-         FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
+         FROM main.cmp_memory_entities AS l JOIN main.cmp_memories AS m ON m.rid = l.rid
          WHERE l.entity_id IN (SELECT value FROM json_each(:ids))
            AND {} AND {VISIBLE}
          GROUP BY m.rid
@@ -137,7 +137,7 @@ pub fn memories_linked(
 /// The entities memory `rid` links to: (id, name), by name.
 pub fn of_memory(conn: &Connection, rid: i64) -> rusqlite::Result<Vec<(i64, String)>> {
     let mut st = conn.prepare_cached(
-        "SELECT e.id, e.name FROM cmp_memory_entities AS l JOIN cmp_entities AS e ON e.id = l.entity_id
+        "SELECT e.id, e.name FROM main.cmp_memory_entities AS l JOIN main.cmp_entities AS e ON e.id = l.entity_id
          WHERE l.rid = ?1 ORDER BY e.name",
     )?;
     let rows = st.query_map([rid], |x| Ok((x.get(0)?, lossy(x, 1).unwrap_or_default())))?;
@@ -153,7 +153,7 @@ pub fn neighbours(
     limit: usize,
 ) -> rusqlite::Result<Vec<Memory>> {
     let sql = format!(
-        "SELECT {MEMORY_COLS} FROM cmp_memory_entities AS l JOIN cmp_memories AS m ON m.rid = l.rid
+        "SELECT {MEMORY_COLS} FROM main.cmp_memory_entities AS l JOIN main.cmp_memories AS m ON m.rid = l.rid
          WHERE l.entity_id = :e AND m.rid <> :rid AND {} AND {VISIBLE}
          ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT {limit}",
         r.eligible()
@@ -178,24 +178,24 @@ mod tests {
         let count = || -> (i64, i64) {
             crate::store::pending::flush(&conn).expect("flush");
             let rows: i64 = conn
-                .query_row("SELECT count(*) FROM cmp_memories_indexable", [], |r| r.get(0))
+                .query_row("SELECT count(*) FROM main.cmp_memories_indexable", [], |r| r.get(0))
                 .expect("count the view");
             (indexed_rows(&conn).expect("indexed rows"), rows)
         };
         assert_eq!(count(), (0, 0));
         conn.execute_batch(
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
-             INSERT INTO cmp_memories(content) SELECT 'row ' || i FROM n",
+             INSERT INTO main.cmp_memories(content) SELECT 'row ' || i FROM n",
         )
         .expect("insert");
         assert_eq!(count(), (300, 300));
         conn.execute_batch(
-            "UPDATE cmp_memories SET redacted = 1 WHERE rid % 3 = 0; DELETE FROM cmp_memories WHERE rid % 7 = 0",
+            "UPDATE main.cmp_memories SET redacted = 1 WHERE rid % 3 = 0; DELETE FROM main.cmp_memories WHERE rid % 7 = 0",
         )
         .expect("redact and delete");
         let (n, rows) = count();
         assert_eq!(n, rows);
-        conn.execute_batch("INSERT INTO cmp_memories_fts(cmp_memories_fts) VALUES ('rebuild')").expect("rebuild");
+        conn.execute_batch("INSERT INTO main.cmp_memories_fts(cmp_memories_fts) VALUES ('rebuild')").expect("rebuild");
         assert_eq!(count(), (rows, rows));
         assert_eq!(unredacted_rows(&conn).expect("unredacted"), rows);
         for (bytes, want) in
@@ -231,9 +231,9 @@ mod tests {
         let (conn, plan) = plan(ONLY_SCOPE, ["default"]);
         assert!(plan.iter().all(|l| !l.starts_with("SCAN cmp_memories")), "{plan:?}");
         assert!(only_scope(&conn, "default").expect("empty"));
-        conn.execute("INSERT INTO cmp_memories(content) VALUES ('a')", []).expect("insert");
+        conn.execute("INSERT INTO main.cmp_memories(content) VALUES ('a')", []).expect("insert");
         assert!(only_scope(&conn, "default").expect("one scope"));
-        conn.execute("INSERT INTO cmp_memories(content, scope) VALUES ('b', 'other')", []).expect("insert");
+        conn.execute("INSERT INTO main.cmp_memories(content, scope) VALUES ('b', 'other')", []).expect("insert");
         assert!(!only_scope(&conn, "default").expect("two scopes"));
         assert!(!only_scope(&conn, "other").expect("two scopes"));
     }

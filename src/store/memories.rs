@@ -136,7 +136,7 @@ pub(super) fn text_or_empty(r: &Row<'_>, i: usize) -> String {
 /// reader says) and visible.
 pub fn readable(conn: &Connection, r: Reader<'_>, id: &str) -> rusqlite::Result<Option<Memory>> {
     let sql =
-        format!("SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.id = :id AND {} AND {VISIBLE}", r.eligible());
+        format!("SELECT {MEMORY_COLS} FROM main.cmp_memories AS m WHERE m.id = :id AND {} AND {VISIBLE}", r.eligible());
     let mut st = conn.prepare_cached(&sql)?;
     st.query_row(named_params! {":id": id, ":scope": r.scope, ":h": r.h}, memory_from_row).optional()
 }
@@ -148,7 +148,7 @@ pub fn live_head(conn: &Connection, id: &str, scope: &str, h: f64) -> rusqlite::
     let mut cur = id.to_string();
     let mut seen = vec![cur.clone()];
     let mut st = conn.prepare_cached(&format!(
-        "SELECT m.superseded_by, m.scope, {REDACTED}, {VISIBLE}, {SUPERSEDED} FROM cmp_memories AS m WHERE m.id = :id"
+        "SELECT m.superseded_by, m.scope, {REDACTED}, {VISIBLE}, {SUPERSEDED} FROM main.cmp_memories AS m WHERE m.id = :id"
     ))?;
     for _ in 0..16 {
         let row: Option<(Option<String>, String, i64, bool, bool)> = st
@@ -202,7 +202,7 @@ pub fn fts_sql(eligible: &str, limit: usize) -> String {
 fn fts_sql_with(score: &str, eligible: &str, more: &str, limit: usize) -> String {
     format!(
         "SELECT {MEMORY_COLS}, {score} AS score{more}
-         FROM cmp_memories_fts JOIN cmp_memories AS m ON m.rid = cmp_memories_fts.rowid
+         FROM main.cmp_memories_fts JOIN main.cmp_memories AS m ON m.rid = cmp_memories_fts.rowid
          WHERE cmp_memories_fts MATCH :q AND {eligible} AND {INDEXED}
          ORDER BY score, m.rid LIMIT {limit}"
     )
@@ -213,7 +213,7 @@ fn fts_sql_with(score: &str, eligible: &str, more: &str, limit: usize) -> String
 pub fn ngram_sql(eligible: &str, limit: usize) -> String {
     format!(
         "SELECT {MEMORY_COLS}, cmp_bm25(cmp_memories_ngram, 1) AS score, {VISIBLE}
-         FROM cmp_memories_ngram JOIN cmp_memories AS m ON m.rid = cmp_memories_ngram.rowid
+         FROM main.cmp_memories_ngram JOIN main.cmp_memories AS m ON m.rid = cmp_memories_ngram.rowid
          WHERE cmp_memories_ngram MATCH :q AND {eligible} AND {INDEXED}
          ORDER BY score, m.rid LIMIT {limit}"
     )
@@ -252,9 +252,9 @@ pub fn fts_top(conn: &Connection, r: Reader<'_>, expr: &str, limit: usize) -> ru
         let _t = crate::timing::phase("fts: ranked rows, eligibility");
         let mut st = conn.prepare_cached(&format!(
             "SELECT f.rank, m.rid IS NOT NULL, {VISIBLE}, {MEMORY_COLS}
-             FROM (SELECT rowid, rank FROM cmp_memories_fts WHERE cmp_memories_fts MATCH :q AND {}
+             FROM (SELECT rowid, rank FROM main.cmp_memories_fts WHERE cmp_memories_fts MATCH :q AND {}
                    ORDER BY rank, rowid LIMIT {m}) AS f
-             LEFT JOIN cmp_memories AS m ON m.rid = f.rowid AND {} AND {INDEXED}
+             LEFT JOIN main.cmp_memories AS m ON m.rid = f.rowid AND {} AND {INDEXED}
              ORDER BY f.rank, f.rowid",
             Index::Words.rank_constraint(),
             r.eligible()
@@ -286,7 +286,7 @@ pub fn newest(conn: &Connection, r: Reader<'_>, limit: usize, rules_only: bool) 
     let eligible = r.eligible();
     let kind = if rules_only { "m.kind = 'negative' AND " } else { "" };
     let sql = format!(
-        "SELECT {MEMORY_COLS} FROM cmp_memories AS m
+        "SELECT {MEMORY_COLS} FROM main.cmp_memories AS m
          WHERE {kind}{eligible} AND {VISIBLE}
          ORDER BY coalesce(m.occurred_at, m.captured_at) DESC, m.id LIMIT {limit}"
     );
@@ -331,7 +331,7 @@ pub fn recorded_between(
     limit: usize,
 ) -> rusqlite::Result<Vec<Memory>> {
     let sql = format!(
-        "SELECT {MEMORY_COLS} FROM cmp_memories AS m
+        "SELECT {MEMORY_COLS} FROM main.cmp_memories AS m
          WHERE m.scope = :scope AND coalesce(m.occurred_at, m.captured_at) >= :from
            AND coalesce(m.occurred_at, m.captured_at) < :to AND {} AND {VISIBLE}
          ORDER BY coalesce(m.occurred_at, m.captured_at), m.rid LIMIT {limit}",
@@ -352,7 +352,7 @@ fn same_instant(
     k: usize,
 ) -> rusqlite::Result<Vec<Memory>> {
     let sql = format!(
-        "SELECT {MEMORY_COLS} FROM cmp_memories AS m
+        "SELECT {MEMORY_COLS} FROM main.cmp_memories AS m
          WHERE m.scope = :scope AND coalesce(m.occurred_at, m.captured_at) = :t AND m.rid {cmp} :rid
            AND {} AND {VISIBLE}
          ORDER BY m.rid {order} LIMIT {k}",
@@ -372,7 +372,7 @@ fn other_instants(
     k: usize,
 ) -> rusqlite::Result<Vec<Memory>> {
     let sql = format!(
-        "SELECT {MEMORY_COLS} FROM cmp_memories AS m
+        "SELECT {MEMORY_COLS} FROM main.cmp_memories AS m
          WHERE m.scope = :scope AND coalesce(m.occurred_at, m.captured_at) {cmp} :t
            AND {} AND {VISIBLE}
          ORDER BY coalesce(m.occurred_at, m.captured_at) {order}, m.rid {order} LIMIT {k}",
@@ -391,7 +391,7 @@ pub fn each_embedding(
     mut each: impl FnMut(i64, Option<&[u8]>),
 ) -> rusqlite::Result<()> {
     let sql = format!(
-        "SELECT m.rid, m.embedding FROM cmp_memories AS m
+        "SELECT m.rid, m.embedding FROM main.cmp_memories AS m
          WHERE m.embedding IS NOT NULL AND {} AND {VISIBLE}",
         r.eligible()
     );
@@ -411,7 +411,7 @@ pub fn each_embedding(
 pub fn by_rids(conn: &Connection, rids: &[i64]) -> rusqlite::Result<Vec<Memory>> {
     let ids = serde_json::to_string(rids).unwrap_or_else(|_| "[]".into());
     let mut st = conn.prepare_cached(&format!(
-        "SELECT {MEMORY_COLS} FROM cmp_memories AS m WHERE m.rid IN (SELECT value FROM json_each(?1))"
+        "SELECT {MEMORY_COLS} FROM main.cmp_memories AS m WHERE m.rid IN (SELECT value FROM json_each(?1))"
     ))?;
     let rows = st.query_map([ids], memory_from_row)?;
     rows.collect()
@@ -424,7 +424,7 @@ pub fn superseded(conn: &Connection, ids: &[&str], h: f64) -> rusqlite::Result<s
     }
     let json = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
     let mut st = conn.prepare_cached(&format!(
-        "SELECT m.id FROM cmp_memories AS m WHERE m.id IN (SELECT value FROM json_each(:ids)) AND {SUPERSEDED}"
+        "SELECT m.id FROM main.cmp_memories AS m WHERE m.id IN (SELECT value FROM json_each(:ids)) AND {SUPERSEDED}"
     ))?;
     let rows = st.query_map(named_params! {":ids": json, ":h": h}, |r| r.get(0))?;
     rows.collect()
@@ -529,7 +529,7 @@ pub fn remember(conn: &Connection, m: &NewMemory<'_>) -> Result<Remembered, Reme
         let head: Option<Option<String>> = tx
             .query_row(
                 &format!(
-                    "SELECT m.superseded_by FROM cmp_memories AS m WHERE m.id = ?1 AND m.scope = ?2 AND {NOT_REDACTED}"
+                    "SELECT m.superseded_by FROM main.cmp_memories AS m WHERE m.id = ?1 AND m.scope = ?2 AND {NOT_REDACTED}"
                 ),
                 params![old, m.scope],
                 |r| r.get(0),
@@ -542,14 +542,14 @@ pub fn remember(conn: &Connection, m: &NewMemory<'_>) -> Result<Remembered, Reme
         }
     }
     let id: String = tx.query_row(
-        "INSERT INTO cmp_memories(content, kind, entities, source_url, occurred_at, captured_at, scope)
+        "INSERT INTO main.cmp_memories(content, kind, entities, source_url, occurred_at, captured_at, scope)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
         params![m.content, m.kind.name(), m.entities, m.source_url, m.occurred_at, now, m.scope],
         |r| r.get(0),
     )?;
     if let Some(old) = m.supersedes {
         tx.execute(
-            "UPDATE cmp_memories SET superseded_by = ?1, superseded_at = ?2 WHERE id = ?3 AND scope = ?4",
+            "UPDATE main.cmp_memories SET superseded_by = ?1, superseded_at = ?2 WHERE id = ?3 AND scope = ?4",
             params![id, now, old, m.scope],
         )?;
     }
@@ -626,7 +626,7 @@ mod tests {
         let a = remember(&conn, &new("old", None)).expect("a");
         let b = remember(&conn, &new("new", Some(&a.id))).expect("b");
         conn.execute(
-            "INSERT INTO cmp_memories(id, content, scope, superseded_by) VALUES ('mem_d', 'dangling', 's', 'mem_none')",
+            "INSERT INTO main.cmp_memories(id, content, scope, superseded_by) VALUES ('mem_d', 'dangling', 's', 'mem_none')",
             [],
         )
         .expect("dangling");
@@ -635,7 +635,7 @@ mod tests {
         let sup = superseded(&conn, &ids, far_future).expect("superseded");
         assert_eq!(sup.into_iter().collect::<Vec<_>>(), vec![a.id.clone()]);
         let eligible: Vec<String> = conn
-            .prepare(&format!("SELECT m.id FROM cmp_memories AS m WHERE {ELIGIBLE} ORDER BY m.rid"))
+            .prepare(&format!("SELECT m.id FROM main.cmp_memories AS m WHERE {ELIGIBLE} ORDER BY m.rid"))
             .expect("sql")
             .query_map(named_params! {":scope": "s", ":h": far_future}, |r| r.get(0))
             .expect("rows")

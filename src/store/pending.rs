@@ -25,37 +25,37 @@ use rusqlite::{named_params, Connection, ErrorCode};
 /// The statements that remove the stale entries: FTS5 takes the text an entry was made from. They
 /// run while the stale rids are still queued, so the content views hold only their old text.
 const REMOVE_STALE: [&str; 3] = [
-    "INSERT INTO cmp_memories_fts(cmp_memories_fts, rowid, content) SELECT 'delete', rid, content FROM cmp_stale",
-    "INSERT INTO cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
-       SELECT 'delete', rid, grams FROM cmp_memories_grams WHERE rid IN (SELECT rid FROM cmp_stale)",
-    "DELETE FROM cmp_stale",
+    "INSERT INTO main.cmp_memories_fts(cmp_memories_fts, rowid, content) SELECT 'delete', rid, content FROM main.cmp_stale",
+    "INSERT INTO main.cmp_memories_ngram(cmp_memories_ngram, rowid, grams)
+       SELECT 'delete', rid, grams FROM main.cmp_memories_grams WHERE rid IN (SELECT rid FROM main.cmp_stale)",
+    "DELETE FROM main.cmp_stale",
 ];
 
 const INDEX_QUEUED: [&str; 4] = [
-    "INSERT INTO cmp_memories_fts(rowid, content)
-       SELECT rid, content FROM cmp_memories_indexable WHERE rid IN (SELECT value FROM json_each(?1))",
-    "INSERT INTO cmp_memories_ngram(rowid, grams)
-       SELECT rid, grams FROM cmp_memories_grams WHERE rid IN (SELECT value FROM json_each(?1))",
-    "INSERT OR IGNORE INTO cmp_entities(name, norm)
+    "INSERT INTO main.cmp_memories_fts(rowid, content)
+       SELECT rid, content FROM main.cmp_memories_indexable WHERE rid IN (SELECT value FROM json_each(?1))",
+    "INSERT INTO main.cmp_memories_ngram(rowid, grams)
+       SELECT rid, grams FROM main.cmp_memories_grams WHERE rid IN (SELECT value FROM json_each(?1))",
+    "INSERT OR IGNORE INTO main.cmp_entities(name, norm)
        SELECT trim(j.value), lower(trim(j.value))
-       FROM cmp_memories AS m,
+       FROM main.cmp_memories AS m,
             json_each(CASE WHEN json_valid(m.entities) AND json_type(m.entities) = 'array'
                            THEN m.entities ELSE '[]' END) AS j
        WHERE m.rid IN (SELECT value FROM json_each(?1)) AND (m.redacted = 0 OR m.redacted IS NULL)
          AND j.type = 'text' AND trim(j.value) <> ''",
-    "INSERT OR IGNORE INTO cmp_memory_entities(entity_id, rid)
+    "INSERT OR IGNORE INTO main.cmp_memory_entities(entity_id, rid)
        SELECT e.id, m.rid
-       FROM cmp_memories AS m,
+       FROM main.cmp_memories AS m,
             json_each(CASE WHEN json_valid(m.entities) AND json_type(m.entities) = 'array'
                            THEN m.entities ELSE '[]' END) AS j
-       JOIN cmp_entities AS e ON e.norm = lower(trim(j.value))
+       JOIN main.cmp_entities AS e ON e.norm = lower(trim(j.value))
        WHERE m.rid IN (SELECT value FROM json_each(?1)) AND (m.redacted = 0 OR m.redacted IS NULL)
          AND j.type = 'text'",
 ];
 
 /// True when some row waits to be indexed.
 pub fn waiting(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM cmp_pending)")?.query_row([], |r| r.get(0))
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM main.cmp_pending)")?.query_row([], |r| r.get(0))
 }
 
 /// Removes the stale entries, indexes every queued row that still has one and empties the queue,
@@ -74,7 +74,7 @@ fn index_queue(conn: &Connection, lock: Lock) -> rusqlite::Result<usize> {
     super::schema::all_or_nothing(conn, "cmp_flush", lock, || {
         // Read first: with `Lock::NoWait`, this is what makes the write below fail at once.
         let rids: Vec<i64> = {
-            let mut st = conn.prepare_cached("SELECT rid FROM cmp_pending ORDER BY rid")?;
+            let mut st = conn.prepare_cached("SELECT rid FROM main.cmp_pending ORDER BY rid")?;
             let rows = st.query_map([], |r| r.get(0))?;
             rows.collect::<rusqlite::Result<_>>()?
         };
@@ -88,7 +88,7 @@ fn index_queue(conn: &Connection, lock: Lock) -> rusqlite::Result<usize> {
             }
         }
         // Out of the queue next: the content views hold only rows that are not queued.
-        conn.prepare_cached("DELETE FROM cmp_pending")?.execute([])?;
+        conn.prepare_cached("DELETE FROM main.cmp_pending")?.execute([])?;
         for sql in INDEX_QUEUED {
             conn.prepare_cached(sql)?.execute([&list])?;
         }
@@ -109,12 +109,12 @@ fn has_stale_table(conn: &Connection) -> rusqlite::Result<bool> {
 /// store again (`cmp_init()` repairing a damaged schema).
 pub fn requeue_all(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
-        "INSERT INTO cmp_memories_fts(cmp_memories_fts) VALUES ('delete-all');
-         INSERT INTO cmp_memories_ngram(cmp_memories_ngram) VALUES ('delete-all');
-         DELETE FROM cmp_stale;
-         DELETE FROM cmp_memory_entities;
-         DELETE FROM cmp_entities;
-         INSERT OR IGNORE INTO cmp_pending(rid) SELECT rid FROM cmp_memories;",
+        "INSERT INTO main.cmp_memories_fts(cmp_memories_fts) VALUES ('delete-all');
+         INSERT INTO main.cmp_memories_ngram(cmp_memories_ngram) VALUES ('delete-all');
+         DELETE FROM main.cmp_stale;
+         DELETE FROM main.cmp_memory_entities;
+         DELETE FROM main.cmp_entities;
+         INSERT OR IGNORE INTO main.cmp_pending(rid) SELECT rid FROM main.cmp_memories;",
     )?;
     super::bm25::forget(conn);
     Ok(())
@@ -146,7 +146,7 @@ pub const QUEUED_READ_LIMIT: usize = 10_000;
 /// visible at the horizon.
 pub fn queued(conn: &Connection, r: Reader<'_>) -> rusqlite::Result<Vec<(Memory, bool)>> {
     let sql = format!(
-        "SELECT {MEMORY_COLS}, {} FROM cmp_pending AS p JOIN cmp_memories AS m ON m.rid = p.rid
+        "SELECT {MEMORY_COLS}, {} FROM main.cmp_pending AS p JOIN main.cmp_memories AS m ON m.rid = p.rid
          WHERE {} ORDER BY p.rid DESC LIMIT {QUEUED_READ_LIMIT}",
         super::eligibility::VISIBLE,
         r.eligible()

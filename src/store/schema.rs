@@ -33,19 +33,21 @@ const REPLACED: &str = "DROP TRIGGER IF EXISTS cmp_memories_ai; DROP TRIGGER IF 
      DROP TRIGGER IF EXISTS cmp_memories_bu_conflict;
      DROP TRIGGER IF EXISTS cmp_memories_ngram_ai; DROP TRIGGER IF EXISTS cmp_memories_ngram_bd;
      DROP TRIGGER IF EXISTS cmp_memories_ngram_bu; DROP TRIGGER IF EXISTS cmp_memories_ngram_au;
-     DROP VIEW IF EXISTS cmp_memories_indexable; DROP VIEW IF EXISTS cmp_memories_grams;
+     DROP VIEW IF EXISTS main.cmp_memories_indexable; DROP VIEW IF EXISTS main.cmp_memories_grams;
      DROP TRIGGER IF EXISTS cmp_entities_ai; DROP TRIGGER IF EXISTS cmp_entities_ad;";
 
 /// Creates or upgrades the schema. Idempotent.
 pub fn init(conn: &Connection) -> Result<i64> {
     let has_meta: bool = conn
-        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'cmp_meta'", [], |r| {
+        .query_row("SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name = 'cmp_meta'", [], |r| {
             r.get::<_, i64>(0)
         })
         .map(|n| n > 0)?;
     let current: Option<i64> = if has_meta {
-        conn.query_row("SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'schema_version'", [], |r| r.get(0))
-            .optional()?
+        conn.query_row("SELECT CAST(value AS INTEGER) FROM main.cmp_meta WHERE key = 'schema_version'", [], |r| {
+            r.get(0)
+        })
+        .optional()?
     } else {
         None
     };
@@ -71,10 +73,10 @@ pub fn init(conn: &Connection) -> Result<i64> {
         conn.execute_batch(SCHEMA_SQL)?;
         // The character-pair index arrived in version 3: index the rows written before it.
         if current.is_some_and(|v| v < 3) {
-            conn.execute_batch("INSERT INTO cmp_memories_ngram(cmp_memories_ngram) VALUES ('rebuild')")?;
+            conn.execute_batch("INSERT INTO main.cmp_memories_ngram(cmp_memories_ngram) VALUES ('rebuild')")?;
         }
         conn.execute(
-            "INSERT INTO cmp_meta(key, value) VALUES ('schema_version', ?1)
+            "INSERT INTO main.cmp_meta(key, value) VALUES ('schema_version', ?1)
                  ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [SCHEMA_VERSION.to_string()],
         )
@@ -144,7 +146,7 @@ const FTS_SHADOWS: [(&str, &str); 4] = [
 /// say), and full-text indexes that lost a shadow table (listed by the index's name).
 fn missing(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     let present: std::collections::HashSet<String> = {
-        let mut st = conn.prepare("SELECT name FROM sqlite_master")?;
+        let mut st = conn.prepare("SELECT name FROM main.sqlite_master")?;
         let names = st.query_map([], |r| r.get(0))?;
         names.collect::<rusqlite::Result<_>>()?
     };
@@ -241,7 +243,7 @@ fn repair(conn: &Connection) -> Result<i64> {
 
 /// A value from `cmp_meta`, or None (also when the schema is missing).
 pub fn meta(conn: &Connection, key: &str) -> Option<String> {
-    let mut st = conn.prepare_cached("SELECT value FROM cmp_meta WHERE key = ?1").ok()?;
+    let mut st = conn.prepare_cached("SELECT value FROM main.cmp_meta WHERE key = ?1").ok()?;
     st.query_row([key], |r| r.get(0)).optional().ok().flatten()
 }
 
@@ -295,8 +297,8 @@ pub fn sqlite_version(conn: &Connection) -> rusqlite::Result<String> {
 /// entity gazetteer cache.
 pub fn entity_generation(conn: &Connection) -> rusqlite::Result<(String, i64)> {
     conn.prepare_cached(
-        "SELECT (SELECT value FROM cmp_meta WHERE key = 'db_id'),
-                (SELECT CAST(value AS INTEGER) FROM cmp_meta WHERE key = 'entity_gen')",
+        "SELECT (SELECT value FROM main.cmp_meta WHERE key = 'db_id'),
+                (SELECT CAST(value AS INTEGER) FROM main.cmp_meta WHERE key = 'entity_gen')",
     )?
     .query_row([], |r| {
         Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), r.get::<_, Option<i64>>(1)?.unwrap_or(0)))

@@ -21,12 +21,15 @@ pub enum Status {
 /// with different bytes is refused.
 pub fn put_pin(conn: &Connection, sha: &str, bytes: &str, at: &str) -> crate::error::Result<()> {
     let existing: Option<String> =
-        conn.query_row("SELECT bytes FROM cmp_pins WHERE sha = ?1", [sha], |r| r.get(0)).optional()?;
+        conn.query_row("SELECT bytes FROM main.cmp_pins WHERE sha = ?1", [sha], |r| r.get(0)).optional()?;
     match existing {
         Some(b) if b == bytes => Ok(()),
         Some(_) => Err(crate::error::Error::Conflict(format!("pin {sha} already denotes other bytes"))),
         None => {
-            conn.execute("INSERT INTO cmp_pins(sha, bytes, created_at) VALUES (?1, ?2, ?3)", params![sha, bytes, at])?;
+            conn.execute(
+                "INSERT INTO main.cmp_pins(sha, bytes, created_at) VALUES (?1, ?2, ?3)",
+                params![sha, bytes, at],
+            )?;
             Ok(())
         }
     }
@@ -34,7 +37,7 @@ pub fn put_pin(conn: &Connection, sha: &str, bytes: &str, at: &str) -> crate::er
 
 /// Loads a session's state (None when the session has not started).
 pub fn load_session(conn: &Connection, session_id: &str, scope: &str) -> rusqlite::Result<Option<String>> {
-    conn.prepare_cached("SELECT state FROM cmp_sessions WHERE session_id = ?1 AND scope = ?2")?
+    conn.prepare_cached("SELECT state FROM main.cmp_sessions WHERE session_id = ?1 AND scope = ?2")?
         .query_row(params![session_id, scope], |r| r.get(0))
         .optional()
 }
@@ -57,13 +60,13 @@ pub fn save_session(
     let n = match expected {
         None => conn
             .prepare_cached(
-                "INSERT INTO cmp_sessions(session_id, scope, turn, cursor, state, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                "INSERT INTO main.cmp_sessions(session_id, scope, turn, cursor, state, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT(session_id, scope) DO NOTHING",
             )?
             .execute(params![session_id, scope, turn, cursor, state, at])?,
         Some(old) => conn
             .prepare_cached(
-                "UPDATE cmp_sessions SET turn = ?3, cursor = ?4, state = ?5, updated_at = ?6
+                "UPDATE main.cmp_sessions SET turn = ?3, cursor = ?4, state = ?5, updated_at = ?6
                  WHERE session_id = ?1 AND scope = ?2 AND cursor = ?7",
             )?
             .execute(params![session_id, scope, turn, cursor, state, at, old])?,
@@ -73,14 +76,14 @@ pub fn save_session(
 
 /// Forgets a session in one scope; returns whether it existed.
 pub fn reset_session(conn: &Connection, session_id: &str, scope: &str) -> rusqlite::Result<bool> {
-    conn.execute("DELETE FROM cmp_sessions WHERE session_id = ?1 AND scope = ?2", params![session_id, scope])
+    conn.execute("DELETE FROM main.cmp_sessions WHERE session_id = ?1 AND scope = ?2", params![session_id, scope])
         .map(|n| n > 0)
 }
 
 /// Whether any memory row, of any scope, names a row that supersedes it: if none does, which rows
 /// are superseded does not depend on the horizon. One probe of a partial index.
 pub fn any_superseded(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM cmp_memories WHERE superseded_by IS NOT NULL)")?
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM main.cmp_memories WHERE superseded_by IS NOT NULL)")?
         .query_row([], |r| r.get(0))
 }
 
@@ -163,7 +166,7 @@ fn by_rowid(
     let json = serde_json::to_string(&pairs).unwrap_or_else(|_| "{}".into());
     let mut st = conn.prepare_cached(&format!(
         "SELECT CAST(j.key AS INTEGER), m.id IS NOT j.value, m.scope, {REDACTED}, {SUPERSEDED}
-         FROM json_each(:rows) AS j LEFT JOIN cmp_memories AS m ON m.rid = CAST(j.key AS INTEGER)
+         FROM json_each(:rows) AS j LEFT JOIN main.cmp_memories AS m ON m.rid = CAST(j.key AS INTEGER)
          WHERE m.id IS NOT j.value OR {}",
         maybe_not_live()
     ))?;
@@ -198,7 +201,7 @@ fn by_ref<'a>(
     let json = serde_json::to_string(&asked).unwrap_or_else(|_| "[]".into());
     let mut st = conn.prepare_cached(&format!(
         "SELECT j.key, m.rid, m.scope, {REDACTED}, {SUPERSEDED}
-         FROM json_each(:ids) AS j LEFT JOIN cmp_memories AS m ON m.id = j.value"
+         FROM json_each(:ids) AS j LEFT JOIN main.cmp_memories AS m ON m.id = j.value"
     ))?;
     let mut not_memories = Vec::new();
     let mut q = st.query(named_params! {":ids": json, ":h": h})?;
@@ -250,7 +253,7 @@ mod tests {
         {
             let mut st = conn.prepare(&format!(
                 "SELECT m.id, m.scope, {REDACTED}, m.superseded_by, {SUPERSEDED}
-                 FROM cmp_memories AS m WHERE m.id IN (SELECT value FROM json_each(:ids))"
+                 FROM main.cmp_memories AS m WHERE m.id IN (SELECT value FROM json_each(:ids))"
             ))?;
             let mut rows = st.query(named_params! {":ids": ids, ":h": h})?;
             while let Some(r) = rows.next()? {
@@ -286,7 +289,7 @@ mod tests {
         crate::register(&conn).expect("register");
         crate::store::init(&conn).expect("init");
         conn.execute_batch(
-            "INSERT INTO cmp_memories(id, content, scope, redacted, superseded_by, superseded_at) VALUES
+            "INSERT INTO main.cmp_memories(id, content, scope, redacted, superseded_by, superseded_at) VALUES
                ('live', 'a', 's', 0, NULL, NULL),
                ('negative_redacted', 'a', 's', -1, NULL, NULL),
                ('redacted', 'a', 's', 1, NULL, NULL),
@@ -310,11 +313,11 @@ mod tests {
                ('🚀' || char(0) || 'x', 'a', 's', 0, NULL, NULL),
                ('', 'a', 's', 0, NULL, NULL),
                ('both', 'a', 't', 0, NULL, NULL);
-             INSERT INTO cmp_tasks(id, title, scope) VALUES
+             INSERT INTO main.cmp_tasks(id, title, scope) VALUES
                ('task_s', 't', 's'), ('task_t', 't', 't'), ('both', 't', 's');
              -- Captured in 2000: after the oldest horizon below (1968), before the others; a
              -- replacement is named only at a horizon where it is visible.
-             UPDATE cmp_memories SET captured_at = '2000-01-01T00:00:00Z';",
+             UPDATE main.cmp_memories SET captured_at = '2000-01-01T00:00:00Z';",
         )
         .expect("rows");
         conn
@@ -328,7 +331,7 @@ mod tests {
     fn only_refs_that_are_not_live_come_back_judged_as_before_whatever_the_row_hints() {
         let conn = odd_store();
         let mut refs: Vec<String> = conn
-            .prepare("SELECT id FROM cmp_memories UNION SELECT id FROM cmp_tasks")
+            .prepare("SELECT id FROM main.cmp_memories UNION SELECT id FROM main.cmp_tasks")
             .expect("ids")
             .query_map([], |r| r.get(0))
             .expect("ids")
@@ -337,7 +340,9 @@ mod tests {
         refs.extend(["missing".to_string(), "LIVE".to_string(), "🚀".to_string()]);
         let (past, now, future) = (2_440_000.0, 2_460_000.0, 2_470_000.0);
         let rowid = |r: &String| -> Option<i64> {
-            conn.query_row("SELECT rid FROM cmp_memories WHERE id = ?1", [r], |x| x.get(0)).optional().expect("rid")
+            conn.query_row("SELECT rid FROM main.cmp_memories WHERE id = ?1", [r], |x| x.get(0))
+                .optional()
+                .expect("rid")
         };
         let rows: Vec<Option<i64>> = refs.iter().map(rowid).collect();
         // Hints of every kind: none, right, all shifted by one ref (every one names another row), a
@@ -370,7 +375,7 @@ mod tests {
             assert_eq!(got.get(gone), Some(&Status::Gone), "{gone}");
         }
         // A row that moved: its id now names another row, and its old rowid holds nothing.
-        conn.execute("UPDATE cmp_memories SET rid = 5000 WHERE id = 'live'", []).expect("move");
+        conn.execute("UPDATE main.cmp_memories SET rid = 5000 WHERE id = 'live'", []).expect("move");
         let moved = ref_status(&conn, &refs, &rows, "s", now).expect("moved");
         let i = refs.iter().position(|r| r == "live").expect("live");
         assert_eq!((moved.rows[i], moved.status.get("live")), (Some(5000), None));

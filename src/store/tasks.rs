@@ -25,9 +25,9 @@ pub struct Task {
 /// `cmp_expand` reads it), and one pack must not hold two items with one ref.
 pub fn open(conn: &Connection, scope: &str, limit: usize) -> rusqlite::Result<Vec<Task>> {
     let mut st = conn.prepare_cached(&format!(
-        "SELECT id, title, due_at, entities FROM cmp_tasks AS t
+        "SELECT id, title, due_at, entities FROM main.cmp_tasks AS t
          WHERE scope = ?1 AND status = 'open' AND typeof(id) = 'text'
-           AND NOT EXISTS (SELECT 1 FROM cmp_memories AS m WHERE m.id = t.id AND m.scope = ?1)
+           AND NOT EXISTS (SELECT 1 FROM main.cmp_memories AS m WHERE m.id = t.id AND m.scope = ?1)
          ORDER BY due_at IS NULL, due_at, id LIMIT {limit}"
     ))?;
     let rows = st.query_map([scope], |r| {
@@ -45,7 +45,7 @@ pub fn open(conn: &Connection, scope: &str, limit: usize) -> rusqlite::Result<Ve
 /// The task `id` of `scope`, if any.
 pub fn by_id(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<Option<Task>> {
     conn.query_row(
-        "SELECT id, title, status, due_at, entities FROM cmp_tasks WHERE id = ?1 AND scope = ?2",
+        "SELECT id, title, status, due_at, entities FROM main.cmp_tasks WHERE id = ?1 AND scope = ?2",
         params![id, scope],
         |r| {
             Ok(Task {
@@ -62,8 +62,8 @@ pub fn by_id(conn: &Connection, id: &str, scope: &str) -> rusqlite::Result<Optio
 
 /// Of the ids in the JSON array `ids`, those that are tasks of `scope`.
 pub fn existing(conn: &Connection, ids: &str, scope: &str) -> rusqlite::Result<Vec<String>> {
-    let mut st =
-        conn.prepare_cached("SELECT id FROM cmp_tasks WHERE id IN (SELECT value FROM json_each(?1)) AND scope = ?2")?;
+    let mut st = conn
+        .prepare_cached("SELECT id FROM main.cmp_tasks WHERE id IN (SELECT value FROM json_each(?1)) AND scope = ?2")?;
     let rows = st.query_map(params![ids, scope], |r| Ok(lossy(r, 0).unwrap_or_default()))?;
     rows.collect()
 }
