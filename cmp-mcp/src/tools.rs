@@ -85,12 +85,15 @@ pub async fn run(db: &Db, name: &str, args: Map<String, Value>, ctx: Ctx, deadli
     if name == "remember" && ctx.read_only {
         return Err(ToolError::new(Kind::Forbidden, "remember: this token is read-only"));
     }
+    // The server's limit, and never above the extension's: a text the extension would refuse is
+    // refused here in the tool's own words (`search: query`, not `cmp_search: task`).
+    let limit = ctx.max_text_bytes.min(cmp::functions::args::MAX_TEXT_BYTES);
     for (key, value) in &args {
         if let Value::String(s) = value {
-            if s.len() > ctx.max_text_bytes {
+            if s.len() > limit {
                 return Err(ToolError::new(
                     Kind::TooLarge,
-                    format!("{name}: {key} is {} bytes, more than the limit of {}", s.len(), ctx.max_text_bytes),
+                    format!("{name}: {key} is {} bytes, more than the limit of {limit}", s.len()),
                 ));
             }
         }

@@ -403,6 +403,15 @@ fn mcp_over_stdio_end_to_end() {
     );
     assert!(c.err("remember", json!({"content": "x", "colour": "red"})).starts_with("remember: unknown argument"));
     assert_eq!(count(&conn), n);
+    // Over stdio the server sets no limit of its own; the extension's (1 MiB) is named in the tool's
+    // words, with the tool's own argument.
+    let huge = "a".repeat((1 << 20) + 1);
+    for (tool, key) in [("search", "query"), ("fetch", "id"), ("get_context", "task")] {
+        assert_eq!(
+            c.err(tool, json!({ key: huge })),
+            format!("{tool}: {key} is 1048577 bytes, more than the limit of 1048576"),
+        );
+    }
 }
 
 #[test]
