@@ -18,10 +18,6 @@ use super::schema::Lock;
 use crate::error::Result;
 use rusqlite::{named_params, Connection, ErrorCode};
 
-/// The statements that index the queued rows named by `?1` (a JSON array of rids), in order. The
-/// rows are read through the indexes' own content views, so what is indexed is decided in one place
-/// (sql/schema.sql): rows that may surface, and for the character-pair index those holding text of
-/// a spaceless script. The entity statements are the insert rules the triggers had before schema 5.
 /// The statements that remove the stale entries: FTS5 takes the text an entry was made from. They
 /// run while the stale rids are still queued, so the content views hold only their old text.
 const REMOVE_STALE: [&str; 3] = [
@@ -31,9 +27,14 @@ const REMOVE_STALE: [&str; 3] = [
     "DELETE FROM main.cmp_stale",
 ];
 
+/// The statements that index the queued rows named by `?1` (a JSON array of rids), in order. The
+/// rows are read through the indexes' own content views (the word index's live part,
+/// `cmp_memories_indexed`: the stale part is empty by then), so what is indexed is decided in one
+/// place (sql/schema.sql): rows that may surface, and for the character-pair index those holding
+/// text of a spaceless script. The entity statements are the insert rules the triggers had before schema 5.
 const INDEX_QUEUED: [&str; 4] = [
     "INSERT INTO main.cmp_memories_fts(rowid, content)
-       SELECT rid, content FROM main.cmp_memories_indexable WHERE rid IN (SELECT value FROM json_each(?1))",
+       SELECT rid, content FROM main.cmp_memories_indexed WHERE rid IN (SELECT value FROM json_each(?1))",
     "INSERT INTO main.cmp_memories_ngram(rowid, grams)
        SELECT rid, grams FROM main.cmp_memories_grams WHERE rid IN (SELECT value FROM json_each(?1))",
     "INSERT OR IGNORE INTO main.cmp_entities(name, norm)
@@ -82,7 +83,7 @@ fn index_queue(conn: &Connection, lock: Lock) -> rusqlite::Result<usize> {
             return Ok(0);
         }
         let list = serde_json::to_string(&rids).unwrap_or_else(|_| "[]".into());
-        if has_stale_table(conn)? {
+        if has_stale_entries(conn)? {
             for sql in REMOVE_STALE {
                 conn.prepare_cached(sql)?.execute([])?;
             }
@@ -98,11 +99,16 @@ fn index_queue(conn: &Connection, lock: Lock) -> rusqlite::Result<usize> {
     })
 }
 
-/// Whether the store keeps stale entries apart (schema 8); an older store read before `cmp_init()`
-/// upgrades it unindexes in its triggers.
-fn has_stale_table(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT count(*) > 0 FROM main.sqlite_master WHERE type = 'table' AND name = 'cmp_stale'")?
-        .query_row([], |r| r.get(0))
+/// Whether stale entries wait to be removed: never in an older store read before `cmp_init()`
+/// upgrades it, which has no `cmp_stale` (its triggers unindex at once).
+fn has_stale_entries(conn: &Connection) -> rusqlite::Result<bool> {
+    let table: bool = conn
+        .prepare_cached("SELECT count(*) > 0 FROM main.sqlite_master WHERE type = 'table' AND name = 'cmp_stale'")?
+        .query_row([], |r| r.get(0))?;
+    if !table {
+        return Ok(false);
+    }
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM main.cmp_stale)")?.query_row([], |r| r.get(0))
 }
 
 /// Drops every index entry and queues every row, so that the next [`flush`] indexes the whole
