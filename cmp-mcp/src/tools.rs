@@ -376,6 +376,11 @@ fn get_context(conn: &mut Connection, args: &Map<String, Value>, ctx: &Ctx) -> O
     let budget = sql_arg(tool, args, "token_budget")?;
     let session = match sql_arg(tool, args, "session_id")? {
         Sql::Null => ctx.session.clone().map_or(Sql::Null, Sql::Text),
+        Sql::Text(s) if s.trim().is_empty() => {
+            return Err(
+                format!("{tool}: session_id must not be blank (omit it to use this connection's own session)").into()
+            )
+        }
         given => given,
     };
     let mut options = scope_options(ctx);

@@ -405,6 +405,10 @@ fn mcp_over_stdio_end_to_end() {
     assert_eq!(count(&conn), n);
     // Over stdio the server sets no limit of its own; the extension's (1 MiB) is named in the tool's
     // words, with the tool's own argument.
+    assert_eq!(
+        c.err("get_context", json!({"task": "atlas", "session_id": "  "})),
+        "get_context: session_id must not be blank (omit it to use this connection's own session)"
+    );
     let huge = "a".repeat((1 << 20) + 1);
     for (tool, key) in [("search", "query"), ("fetch", "id"), ("get_context", "task")] {
         assert_eq!(
