@@ -500,8 +500,13 @@ fn upgrades_a_version_1_database_in_place() {
     assert_eq!(refs(&work), [ids[3].clone()]);
     assert_consistent(&conn);
 
-    // Upgraded once: a second open is a no-op.
+    // Upgraded once: a second open is a no-op (a read-only connection's cmp_init() finds every view and
+    // trigger as this build creates it, so there is nothing to repair).
     drop(conn);
+    let ro = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    cmp::register(&ro).unwrap();
+    assert_eq!(ro.query_row("SELECT cmp_init()", [], |r| r.get::<_, i64>(0)).unwrap(), 8);
+    drop(ro);
     let again = open_file(&path);
     assert_eq!(init(&again), 8);
     assert_consistent(&again);
@@ -838,4 +843,53 @@ fn temp_tables_named_like_cmps_change_nothing() {
         shadowed.execute_batch(&format!("DROP TABLE temp.{t}")).unwrap();
     }
     assert_consistent(&shadowed);
+}
+
+/// `cmp_init()` also repairs a view or trigger replaced by hand with another of the same name: a queue
+/// trigger that queues nothing, a content view that lets redacted rows into the word index.
+#[test]
+fn init_repairs_a_view_or_trigger_replaced_by_hand() {
+    let damage = [
+        (
+            "cmp_memories_ai",
+            "DROP TRIGGER cmp_memories_ai;
+             CREATE TRIGGER cmp_memories_ai AFTER INSERT ON cmp_memories BEGIN SELECT 1; END;",
+        ),
+        (
+            "cmp_memories_indexed",
+            "DROP VIEW cmp_memories_indexed;
+             CREATE VIEW cmp_memories_indexed AS SELECT rid, content FROM cmp_memories;",
+        ),
+    ];
+    for (i, (name, sql)) in damage.iter().enumerate() {
+        let path = std::env::temp_dir().join(format!("cmp-changed-{}-{i}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        drop(open_file(&path));
+        let plain = open_plain(&path);
+        plain.execute_batch(sql).unwrap();
+        plain
+            .execute_batch(
+                "INSERT INTO cmp_memories(id, content, captured_at)
+                 VALUES ('mem_00000000c001', 'Atlas ships on Friday', '2026-05-01T00:00:00Z');
+                 INSERT INTO cmp_memories(id, content, redacted, captured_at)
+                 VALUES ('mem_00000000c002', 'Orion payroll secret', 1, '2026-05-01T00:00:00Z');",
+            )
+            .unwrap();
+        drop(plain);
+        let ro = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        cmp::register(&ro).unwrap();
+        let e = sql_error(&ro, "SELECT cmp_init()");
+        assert!(e.starts_with("cmp_init: the cmp schema is damaged (changed: ") && e.contains(name), "{e}");
+        drop(ro);
+        let conn = open_file(&path);
+        assert_consistent(&conn);
+        assert_eq!(refs(&search(&conn, "atlas friday")), ["mem_00000000c001"], "{name}");
+        assert!(search(&conn, "orion payroll").is_empty(), "{name}");
+        assert_eq!(fts_rows(&conn), 1, "{name}: only the row that may surface is indexed");
+        let sql_now: String =
+            conn.query_row("SELECT sql FROM sqlite_master WHERE name = ?1", [name], |r| r.get(0)).unwrap();
+        assert!(!sql_now.contains("SELECT 1;") && sql_now.contains("cmp_pending"), "{name}: {sql_now}");
+        drop(conn);
+        let _ = std::fs::remove_file(&path);
+    }
 }

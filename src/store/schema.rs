@@ -25,8 +25,10 @@ pub const SCHEMA_VERSION: i64 = 8;
 /// `cmp_init()` upgrades it.
 const OLDEST_READ: i64 = 5;
 
-/// Objects whose definition changed after they were created (in versions 4 to 8); `SCHEMA_SQL`
-/// creates them again. Every row of an older store is indexed or queued, so nothing is stale.
+/// Objects whose definition changed after they were created (in versions 4 to 8), and every other
+/// view and trigger, so that an upgraded store holds the definitions [`changed`] compares with;
+/// `SCHEMA_SQL` creates them again. Every row of an older store is indexed or queued, so nothing is
+/// stale.
 const REPLACED: &str = "DROP TRIGGER IF EXISTS cmp_memories_ai; DROP TRIGGER IF EXISTS cmp_memories_ad;
      DROP TRIGGER IF EXISTS cmp_memories_au; DROP TRIGGER IF EXISTS cmp_memories_au_text;
      DROP TRIGGER IF EXISTS cmp_memories_au_entities; DROP TRIGGER IF EXISTS cmp_memories_bi_conflict;
@@ -34,7 +36,9 @@ const REPLACED: &str = "DROP TRIGGER IF EXISTS cmp_memories_ai; DROP TRIGGER IF 
      DROP TRIGGER IF EXISTS cmp_memories_ngram_ai; DROP TRIGGER IF EXISTS cmp_memories_ngram_bd;
      DROP TRIGGER IF EXISTS cmp_memories_ngram_bu; DROP TRIGGER IF EXISTS cmp_memories_ngram_au;
      DROP VIEW IF EXISTS main.cmp_memories_indexable; DROP VIEW IF EXISTS main.cmp_memories_grams;
-     DROP TRIGGER IF EXISTS cmp_entities_ai; DROP TRIGGER IF EXISTS cmp_entities_ad;";
+     DROP TRIGGER IF EXISTS cmp_entities_ai; DROP TRIGGER IF EXISTS cmp_entities_ad;
+     DROP TRIGGER IF EXISTS cmp_memories_ai_id; DROP TRIGGER IF EXISTS cmp_memories_au_id;
+     DROP TRIGGER IF EXISTS cmp_tasks_ai; DROP VIEW IF EXISTS cmp_memories_indexed;";
 
 /// Creates or upgrades the schema. Idempotent.
 pub fn init(conn: &Connection) -> Result<i64> {
@@ -162,6 +166,43 @@ fn missing(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     Ok(out)
 }
 
+/// The views and triggers of [`SCHEMA_SQL`], each with the definition SQLite keeps for it
+/// (`sqlite_master.sql`: the statement as written, without `IF NOT EXISTS` and its `;`). A view
+/// ends at the first line that ends in `;`, a trigger at its `END;` line.
+fn definitions() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut lines: Vec<&str> = Vec::new();
+    for line in SCHEMA_SQL.lines() {
+        if lines.is_empty() && !(line.starts_with("CREATE VIEW ") || line.starts_with("CREATE TRIGGER ")) {
+            continue;
+        }
+        lines.push(line);
+        let trigger = lines[0].starts_with("CREATE TRIGGER ");
+        if (trigger && line == "END;") || (!trigger && line.ends_with(';')) {
+            let text = lines.join("\n").replacen("IF NOT EXISTS ", "", 1);
+            let name = text.split_whitespace().nth(2).unwrap_or_default().to_string();
+            out.push((name, text.trim_end_matches(';').to_string()));
+            lines.clear();
+        }
+    }
+    out
+}
+
+/// The views and triggers of the schema whose definition is not the one this build creates (one
+/// replaced by hand with another of the same name, say).
+fn changed(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let stored: std::collections::HashMap<String, Option<String>> = {
+        let mut st = conn.prepare("SELECT name, sql FROM main.sqlite_master WHERE type IN ('view', 'trigger')")?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    Ok(definitions()
+        .into_iter()
+        .filter(|(name, def)| stored.get(name).is_some_and(|s| s.as_deref() != Some(def.as_str())))
+        .map(|(name, _)| name)
+        .collect())
+}
+
 /// The `cmp_meta` rows [`SCHEMA_SQL`] creates besides the version (`cmp_init()` writes that).
 const META_KEYS: [&str; 3] = ["entity_gen", "db_id", "secret"];
 
@@ -210,34 +251,40 @@ fn drop_broken_fts(conn: &Connection, f: &str) -> rusqlite::Result<()> {
 }
 
 /// `cmp_init()` on a store whose version is current: nothing to do, unless part of the schema is
-/// missing. Then the schema is applied again (a full-text index that lost a shadow table is dropped
-/// first) and every row is indexed again, all or nothing; rows of a dropped `cmp_memories` are gone.
+/// missing, or a view or trigger is not the one this build creates. Then the schema is applied again
+/// (a changed view or trigger, and a full-text index that lost a shadow table, are dropped first)
+/// and every row is indexed again, all or nothing; rows of a dropped `cmp_memories` are gone.
 fn repair(conn: &Connection) -> Result<i64> {
-    let gone = missing(conn)?;
-    if gone.is_empty() {
+    let (gone, altered) = (missing(conn)?, changed(conn)?);
+    if gone.is_empty() && altered.is_empty() {
         return Ok(SCHEMA_VERSION);
     }
-    let names = gone.join(", ");
+    let what = [("missing", &gone), ("changed", &altered)]
+        .iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(how, names)| format!("{how}: {}", names.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
     if let Some(why) = unwritable(conn) {
-        let msg = format!(
-            "the cmp schema is damaged (missing: {names}); cmp_init() repairs it, which cannot be done here: {why}"
-        );
+        let msg =
+            format!("the cmp schema is damaged ({what}); cmp_init() repairs it, which cannot be done here: {why}");
         return Err(Error::Unwritable(msg));
     }
     all_or_nothing(conn, "cmp_repair", Lock::Wait, || {
         for f in FTS_INDEXES.iter().filter(|f| gone.iter().any(|g| g == *f)) {
             drop_broken_fts(conn, f)?;
         }
+        for name in &altered {
+            conn.execute_batch(&format!("DROP VIEW IF EXISTS main.{name}; DROP TRIGGER IF EXISTS main.{name};"))?;
+        }
         conn.execute_batch(SCHEMA_SQL)?;
-        if gone.iter().all(|g| restored_as_is(g)) {
+        if gone.iter().chain(&altered).all(|g| restored_as_is(g)) {
             return Ok(0);
         }
         super::pending::requeue_all(conn)?;
         super::pending::flush(conn)
     })
-    .map_err(|e| {
-        Error::Schema(format!("the cmp schema is damaged (missing: {names}) and could not be repaired: {e}"))
-    })?;
+    .map_err(|e| Error::Schema(format!("the cmp schema is damaged ({what}) and could not be repaired: {e}")))?;
     Ok(SCHEMA_VERSION)
 }
 
@@ -346,6 +393,18 @@ pub fn require(conn: &Connection) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    /// Every view and trigger of the schema is found, and a store the schema was just applied to holds
+    /// each exactly as [`super::definitions`] reads it: nothing counts as changed.
+    #[test]
+    fn a_fresh_store_holds_every_definition_as_read() {
+        let defs = super::definitions();
+        assert_eq!(defs.len(), 13, "{:?}", defs.iter().map(|d| &d.0).collect::<Vec<_>>());
+        let conn = rusqlite::Connection::open_in_memory().expect("open");
+        crate::register(&conn).expect("register");
+        crate::store::init(&conn).expect("init");
+        assert_eq!(super::changed(&conn).expect("changed"), Vec::<String>::new());
+    }
+
     #[test]
     fn a_file_that_is_not_a_database_is_reported_as_such_not_as_a_missing_fts5() {
         let path = std::env::temp_dir().join(format!("cmp-not-a-db-{}.db", std::process::id()));
