@@ -125,9 +125,9 @@ INSERT OR IGNORE INTO main.cmp_meta(key, value) VALUES ('secret', lower(hex(rand
 -- remove, and its text is kept in cmp_stale for that. The triggers skip a rid already queued with an
 -- upsert (`ON CONFLICT DO NOTHING`), not `INSERT OR IGNORE`: a trigger's statements take the `OR`
 -- policy of the statement that fired them when it names one (`INSERT OR ABORT` would fail on a rid
--- already queued), not its upsert. An entity
--- goes with the last link to it; the links, not the row's `entities` text, say which (the triggers
--- call no JSON function, which SQLite 3.40 does not allow in a trigger under `trusted_schema = OFF`).
+-- already queued), not its upsert. An entity goes with the last link to it; the links, not the
+-- row's `entities` text, say which (the triggers call no JSON function, which SQLite 3.40 does not
+-- allow in a trigger under `trusted_schema = OFF`).
 CREATE TRIGGER IF NOT EXISTS cmp_memories_ai AFTER INSERT ON cmp_memories BEGIN
   INSERT INTO cmp_pending(rid) VALUES (NEW.rid) ON CONFLICT DO NOTHING;
 END;

@@ -243,8 +243,7 @@ fn parse_stdio(f: Flags) -> Result<Cli, String> {
     let db = f.db()?;
     let scope = match f.one("--scope")? {
         None => "default".to_string(),
-        Some(s) if s.trim().is_empty() => return Err("--scope must not be empty or blank".into()),
-        Some(s) => s,
+        given => non_empty("--scope", given)?,
     };
     Ok(Cli::Stdio { db, scope })
 }
@@ -376,7 +375,7 @@ mod tests {
         assert!(parse(&[]).unwrap_err().contains("--db"));
         assert!(parse(&["--db"]).unwrap_err().contains("needs a value"));
         assert!(parse(&["--db", "m.db", "--scope="]).unwrap_err().contains("empty"));
-        assert!(parse(&["--db", "m.db", "--scope", "  "]).unwrap_err().contains("blank"));
+        assert!(parse(&["--db", "m.db", "--scope", "  "]).unwrap_err().contains("empty"));
         assert!(parse(&["--db", "m.db", "--verbose"]).unwrap_err().contains("--verbose"));
     }
 

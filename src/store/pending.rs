@@ -31,7 +31,8 @@ const REMOVE_STALE: [&str; 3] = [
 /// rows are read through the indexes' own content views (the word index's live part,
 /// `cmp_memories_indexed`: the stale part is empty by then), so what is indexed is decided in one
 /// place (sql/schema.sql): rows that may surface, and for the character-pair index those holding
-/// text of a spaceless script. The entity statements are the insert rules the triggers had before schema 5.
+/// text of a spaceless script. The entity statements are the insert rules the triggers had before
+/// schema 5.
 const INDEX_QUEUED: [&str; 4] = [
     "INSERT INTO main.cmp_memories_fts(rowid, content)
        SELECT rid, content FROM main.cmp_memories_indexed WHERE rid IN (SELECT value FROM json_each(?1))",
@@ -60,8 +61,8 @@ pub fn waiting(conn: &Connection) -> rusqlite::Result<bool> {
 }
 
 /// Removes the stale entries, indexes every queued row that still has one and empties the queue,
-/// all or nothing; returns how many rids were queued. Waits for another connection's write as the busy timeout says; fails (changing nothing)
-/// where the connection cannot write.
+/// all or nothing; returns how many rids were queued. Waits for another connection's write as the
+/// busy timeout says; fails (changing nothing) where the connection cannot write.
 pub fn flush(conn: &Connection) -> rusqlite::Result<usize> {
     index_queue(conn, Lock::Wait)
 }

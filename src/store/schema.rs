@@ -29,16 +29,16 @@ const OLDEST_READ: i64 = 5;
 /// view and trigger, so that an upgraded store holds the definitions [`changed`] compares with;
 /// `SCHEMA_SQL` creates them again. Every row of an older store is indexed or queued, so nothing is
 /// stale.
-const REPLACED: &str = "DROP TRIGGER IF EXISTS cmp_memories_ai; DROP TRIGGER IF EXISTS cmp_memories_ad;
-     DROP TRIGGER IF EXISTS cmp_memories_au; DROP TRIGGER IF EXISTS cmp_memories_au_text;
-     DROP TRIGGER IF EXISTS cmp_memories_au_entities; DROP TRIGGER IF EXISTS cmp_memories_bi_conflict;
-     DROP TRIGGER IF EXISTS cmp_memories_bu_conflict;
-     DROP TRIGGER IF EXISTS cmp_memories_ngram_ai; DROP TRIGGER IF EXISTS cmp_memories_ngram_bd;
-     DROP TRIGGER IF EXISTS cmp_memories_ngram_bu; DROP TRIGGER IF EXISTS cmp_memories_ngram_au;
+const REPLACED: &str = "DROP TRIGGER IF EXISTS main.cmp_memories_ai; DROP TRIGGER IF EXISTS main.cmp_memories_ad;
+     DROP TRIGGER IF EXISTS main.cmp_memories_au; DROP TRIGGER IF EXISTS main.cmp_memories_au_text;
+     DROP TRIGGER IF EXISTS main.cmp_memories_au_entities; DROP TRIGGER IF EXISTS main.cmp_memories_bi_conflict;
+     DROP TRIGGER IF EXISTS main.cmp_memories_bu_conflict;
+     DROP TRIGGER IF EXISTS main.cmp_memories_ngram_ai; DROP TRIGGER IF EXISTS main.cmp_memories_ngram_bd;
+     DROP TRIGGER IF EXISTS main.cmp_memories_ngram_bu; DROP TRIGGER IF EXISTS main.cmp_memories_ngram_au;
      DROP VIEW IF EXISTS main.cmp_memories_indexable; DROP VIEW IF EXISTS main.cmp_memories_grams;
-     DROP TRIGGER IF EXISTS cmp_entities_ai; DROP TRIGGER IF EXISTS cmp_entities_ad;
-     DROP TRIGGER IF EXISTS cmp_memories_ai_id; DROP TRIGGER IF EXISTS cmp_memories_au_id;
-     DROP TRIGGER IF EXISTS cmp_tasks_ai; DROP VIEW IF EXISTS cmp_memories_indexed;";
+     DROP TRIGGER IF EXISTS main.cmp_entities_ai; DROP TRIGGER IF EXISTS main.cmp_entities_ad;
+     DROP TRIGGER IF EXISTS main.cmp_memories_ai_id; DROP TRIGGER IF EXISTS main.cmp_memories_au_id;
+     DROP TRIGGER IF EXISTS main.cmp_tasks_ai; DROP VIEW IF EXISTS main.cmp_memories_indexed;";
 
 /// Creates or upgrades the schema. Idempotent.
 pub fn init(conn: &Connection) -> Result<i64> {
@@ -148,22 +148,27 @@ const FTS_SHADOWS: [(&str, &str); 4] = [
 
 /// What is missing from a store whose version is current: objects of the schema (dropped by hand,
 /// say), and full-text indexes that lost a shadow table (listed by the index's name).
-fn missing(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    let present: std::collections::HashSet<String> = {
-        let mut st = conn.prepare("SELECT name FROM main.sqlite_master")?;
-        let names = st.query_map([], |r| r.get(0))?;
-        names.collect::<rusqlite::Result<_>>()?
-    };
-    let mut out: Vec<String> = schema_objects().filter(|n| !present.contains(*n)).map(String::from).collect();
+fn missing(conn: &Connection, present: &Stored) -> Vec<String> {
+    let mut out: Vec<String> = schema_objects().filter(|n| !present.contains_key(*n)).map(String::from).collect();
     for f in FTS_INDEXES {
-        if present.contains(f) && FTS_SHADOWS.iter().any(|(s, _)| !present.contains(&format!("{f}{s}"))) {
+        if present.contains_key(f) && FTS_SHADOWS.iter().any(|(s, _)| !present.contains_key(&format!("{f}{s}"))) {
             out.push(f.to_string());
         }
     }
-    if present.contains("cmp_meta") {
+    if present.contains_key("cmp_meta") {
         out.extend(META_KEYS.iter().filter(|k| meta(conn, k).is_none()).map(|k| format!("cmp_meta.{k}")));
     }
-    Ok(out)
+    out
+}
+
+/// Each object of the main schema by name, with the definition SQLite keeps for it (NULL for an
+/// automatic index).
+type Stored = std::collections::HashMap<String, Option<String>>;
+
+fn stored(conn: &Connection) -> rusqlite::Result<Stored> {
+    let mut st = conn.prepare("SELECT name, sql FROM main.sqlite_master")?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
 }
 
 /// The views and triggers of [`SCHEMA_SQL`], each with the definition SQLite keeps for it
@@ -190,17 +195,12 @@ fn definitions() -> Vec<(String, String)> {
 
 /// The views and triggers of the schema whose definition is not the one this build creates (one
 /// replaced by hand with another of the same name, say).
-fn changed(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    let stored: std::collections::HashMap<String, Option<String>> = {
-        let mut st = conn.prepare("SELECT name, sql FROM main.sqlite_master WHERE type IN ('view', 'trigger')")?;
-        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    Ok(definitions()
+fn changed(stored: &Stored) -> Vec<String> {
+    definitions()
         .into_iter()
         .filter(|(name, def)| stored.get(name).is_some_and(|s| s.as_deref() != Some(def.as_str())))
         .map(|(name, _)| name)
-        .collect())
+        .collect()
 }
 
 /// The `cmp_meta` rows [`SCHEMA_SQL`] creates besides the version (`cmp_init()` writes that).
@@ -255,7 +255,8 @@ fn drop_broken_fts(conn: &Connection, f: &str) -> rusqlite::Result<()> {
 /// (a changed view or trigger, and a full-text index that lost a shadow table, are dropped first)
 /// and every row is indexed again, all or nothing; rows of a dropped `cmp_memories` are gone.
 fn repair(conn: &Connection) -> Result<i64> {
-    let (gone, altered) = (missing(conn)?, changed(conn)?);
+    let objects = stored(conn)?;
+    let (gone, altered) = (missing(conn, &objects), changed(&objects));
     if gone.is_empty() && altered.is_empty() {
         return Ok(SCHEMA_VERSION);
     }
@@ -402,7 +403,7 @@ mod tests {
         let conn = rusqlite::Connection::open_in_memory().expect("open");
         crate::register(&conn).expect("register");
         crate::store::init(&conn).expect("init");
-        assert_eq!(super::changed(&conn).expect("changed"), Vec::<String>::new());
+        assert_eq!(super::changed(&super::stored(&conn).expect("stored")), Vec::<String>::new());
     }
 
     #[test]
